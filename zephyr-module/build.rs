@@ -22,7 +22,10 @@ fn main() {
     if number("QFABRIC_THREAD_FIELD", 0) != 0 {
         println!("cargo::rustc-cfg=qf_thread_field");
     }
-    assert!((1..=255).contains(&threads), "QFABRIC_MAX_THREADS={threads} is outside 1..=255");
+    assert!(
+        (1..=255).contains(&threads),
+        "QFABRIC_MAX_THREADS={threads} is outside 1..=255"
+    );
     let out = Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("config.rs");
     fs::write(
         out,

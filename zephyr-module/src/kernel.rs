@@ -64,6 +64,9 @@ impl Kernel for ZephyrKernel<'_> {
         let handle = self.threads.thread(thread);
         if !handle.0.is_null() {
             port::deadline_set(handle, deadline);
+            // A later deadline for the running thread must let an earlier one run now, not at
+            // the next scheduling point (upstream's deadline_set waits for one).
+            self.deferred.reschedule = true;
         }
     }
 

@@ -11,10 +11,10 @@ void z_qf_switched_out(struct k_thread *thread);
 
 void sys_trace_thread_switched_in_user(void)
 {
-	z_qf_switched_in(k_current_get());
+	z_qf_switched_in(_current);
 }
 
 void sys_trace_thread_switched_out_user(void)
 {
-	z_qf_switched_out(k_current_get());
+	z_qf_switched_out(_current);
 }

@@ -9,6 +9,21 @@
 #include <string.h>
 #include <qfabric/qfabric.h>
 
+/* The same specification for both hook modes: the patched kernel's syscalls, or the module's
+ * qf_* functions on an unpatched kernel (CONFIG_TRACING_USER hooks).
+ */
+#ifdef CONFIG_QFABRIC_HOOKS_KERNEL_PATCH
+#define deadline_set k_thread_deadline_set
+#define period_set k_thread_period_set
+#define miss_callback_set k_thread_deadline_miss_callback_set
+#define budget_set k_thread_cbs_budget_set
+#else
+#define deadline_set qf_thread_deadline_set
+#define period_set qf_thread_period_set
+#define miss_callback_set qf_thread_deadline_miss_callback_set
+#define budget_set qf_thread_cbs_budget_set
+#endif
+
 #define TICKS_PER_MS (CONFIG_SYS_CLOCK_TICKS_PER_SEC / 1000)
 #define WORKER_PRIO 5
 #define STACK_SIZE 2048
@@ -94,7 +109,7 @@ static void plain_deadline(void *a, void *b, void *c)
 {
 	uint32_t before = k_cycle_get_32();
 
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(10)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
 	int32_t offset = (int32_t)(k_current_get()->base.prio_deadline - before);
 
 	zassert_true(offset >= ms(10) && offset <= ms(10) + ms(1),
@@ -109,11 +124,11 @@ ZTEST(qfabric_edf, test_deadline_set_without_control_block_is_upstream_edf)
 static void attached_aperiodic(void *a, void *b, void *c)
 {
 	/* Period 0: a control block, but aperiodic: deadline_set only sets the deadline. */
-	zassert_ok(k_thread_period_set(k_current_get(), 0));
+	zassert_ok(period_set(k_current_get(), 0));
 	zassert_true(qf_thread_slot(k_current_get()) >= 0);
 	int64_t t0 = now();
 
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(10)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
 	zassert_true(now() - t0 <= 1, "aperiodic deadline_set must not sleep");
 	int32_t offset = (int32_t)(k_current_get()->base.prio_deadline - k_cycle_get_32());
 
@@ -129,13 +144,13 @@ ZTEST(qfabric_edf, test_deadline_set_without_period_does_not_suspend)
 
 static void periodic(void *a, void *b, void *c)
 {
-	zassert_ok(k_thread_period_set(k_current_get(), ms(20)));
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(20)));
+	zassert_ok(period_set(k_current_get(), ms(20)));
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
 	int64_t release = now();
 
 	for (int cycle = 1; cycle <= 3; cycle++) {
 		k_busy_wait(3000);
-		zassert_ok(k_thread_deadline_set(k_current_get(), ms(20)));
+		zassert_ok(deadline_set(k_current_get(), ms(20)));
 		int64_t woke = now() - release;
 
 		zassert_true(woke >= cycle * 20 * TICKS_PER_MS &&
@@ -151,14 +166,14 @@ ZTEST(qfabric_edf, test_deadline_set_with_period_releases_every_period)
 
 static void period_change_mid_cycle(void *a, void *b, void *c)
 {
-	zassert_ok(k_thread_period_set(k_current_get(), ms(20)));
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(20)));
+	zassert_ok(period_set(k_current_get(), ms(20)));
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
 	int64_t release = now();
 
 	k_busy_wait(2000);
 	/* Shorter period mid-cycle: the next activation uses it at once. */
-	zassert_ok(k_thread_period_set(k_current_get(), ms(10)));
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(10)));
+	zassert_ok(period_set(k_current_get(), ms(10)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
 	int64_t woke = now() - release;
 
 	zassert_true(woke >= 10 * TICKS_PER_MS && woke <= 10 * TICKS_PER_MS + SLACK_TICKS,
@@ -172,12 +187,12 @@ ZTEST(qfabric_edf, test_period_change_mid_cycle_takes_effect_at_once)
 
 static void overrun(void *a, void *b, void *c)
 {
-	zassert_ok(k_thread_period_set(k_current_get(), ms(10)));
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(10)));
+	zassert_ok(period_set(k_current_get(), ms(10)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
 	k_busy_wait(15000);
 	int64_t before = now();
 
-	int status = k_thread_deadline_set(k_current_get(), ms(10));
+	int status = deadline_set(k_current_get(), ms(10));
 
 	zassert_equal(status, -ETIMEDOUT, "status %d", status);
 	zassert_true(now() - before <= 1, "an overrun cycle starts the next one at once");
@@ -190,14 +205,14 @@ ZTEST(qfabric_edf, test_period_overrun_is_an_error)
 
 static void deliberate_shortening(void *a, void *b, void *c)
 {
-	zassert_ok(k_thread_period_set(k_current_get(), ms(20)));
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(20)));
+	zassert_ok(period_set(k_current_get(), ms(20)));
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
 	k_busy_wait(12000);
 	/* The thread itself shortens its period below the time this cycle already took. */
-	zassert_ok(k_thread_period_set(k_current_get(), ms(10)));
+	zassert_ok(period_set(k_current_get(), ms(10)));
 	int64_t before = now();
 
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(10)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
 	zassert_true(now() - before <= 1, "no suspension: the period is already over");
 }
 
@@ -221,9 +236,9 @@ static void on_miss(k_tid_t thread, void *arg)
 static void late_job(void *a, void *b, void *c)
 {
 	misses = 0;
-	zassert_ok(k_thread_deadline_miss_callback_set(k_current_get(), on_miss,
+	zassert_ok(miss_callback_set(k_current_get(), on_miss,
 						       k_current_get()));
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(5)));
+	zassert_ok(deadline_set(k_current_get(), ms(5)));
 	int64_t release = now();
 
 	k_busy_wait(8000);
@@ -233,12 +248,12 @@ static void late_job(void *a, void *b, void *c)
 		     "callback ran %lld ticks after release, deadline was 50",
 		     missed_at - release);
 	/* A cycle that ends in time does not fire. */
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(5)));
+	zassert_ok(deadline_set(k_current_get(), ms(5)));
 	k_busy_wait(2000);
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(5)));
+	zassert_ok(deadline_set(k_current_get(), ms(5)));
 	k_busy_wait(1000);
 	zassert_equal(misses, 1);
-	zassert_ok(k_thread_deadline_miss_callback_set(k_current_get(), NULL, NULL));
+	zassert_ok(miss_callback_set(k_current_get(), NULL, NULL));
 }
 
 ZTEST(qfabric_edf, test_deadline_miss_callback_runs_at_the_deadline)
@@ -255,17 +270,17 @@ static void cbs_condition(void *a, void *b, void *c)
 	int slot;
 	char kinds[96];
 
-	zassert_ok(k_thread_cbs_budget_set(k_current_get(), ms(3)));
+	zassert_ok(budget_set(k_current_get(), ms(3)));
 	slot = qf_thread_slot(k_current_get());
 	drain_trace();
 	/* Job 1: fresh server (c = 0, d = 0), always replenishes: d = r + 8, c = 3. */
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(8)));
+	zassert_ok(deadline_set(k_current_get(), ms(8)));
 	k_busy_wait(1000);
 	/* Job 2 at r + 1: c·T = 2·8 = 16 < (d − r)·Q = 7·3 = 21: keeps c and d. */
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(8)));
+	zassert_ok(deadline_set(k_current_get(), ms(8)));
 	k_msleep(6);
 	/* Job 3 at r + 7: 2·8 = 16 ≥ 1·3: replenishes. */
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(8)));
+	zassert_ok(deadline_set(k_current_get(), ms(8)));
 	trace_kinds(slot, arrivals, ARRAY_SIZE(arrivals), kinds, sizeof(kinds));
 	zassert_str_equal(kinds, "ARRIVAL,B_COND,ARRIVAL,ARRIVAL,B_COND");
 }
@@ -285,16 +300,16 @@ static void cbs_preempted(void *a, void *b, void *c)
 	struct qf_event away, back, done;
 	int slot;
 
-	zassert_ok(k_thread_cbs_budget_set(k_current_get(), ms(5)));
+	zassert_ok(budget_set(k_current_get(), ms(5)));
 	slot = qf_thread_slot(k_current_get());
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(20)));
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
 	drain_trace();
 	k_busy_wait(1000);
 	/* Preempted for 3 ms by a higher-priority thread: no budget consumed meanwhile. */
 	k_thread_create(&helper_thread, helper_stack, STACK_SIZE, higher_priority_burst, NULL,
 			NULL, NULL, WORKER_PRIO - 2, 0, K_NO_WAIT);
 	k_busy_wait(1000);
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(20)));
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
 	zassert_true(trace_find(slot, "SWT_AY", &away), "switch away traced");
 	zassert_true(trace_find(slot, "SWT_TO", &back), "switch back traced");
 	zassert_true(trace_find(slot, "COMPLETE", &done), "cycle end traced");
@@ -317,10 +332,10 @@ static void cbs_exhausted(void *a, void *b, void *c)
 	struct qf_event replenished;
 	int slot;
 
-	zassert_ok(k_thread_cbs_budget_set(k_current_get(), ms(2)));
+	zassert_ok(budget_set(k_current_get(), ms(2)));
 	slot = qf_thread_slot(k_current_get());
 	drain_trace();
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(10)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
 	int64_t release = now();
 	int64_t first_deadline = release + 10 * TICKS_PER_MS;
 
@@ -346,14 +361,14 @@ static int second_status;
 
 static void second_server(void *a, void *b, void *c)
 {
-	zassert_ok(k_thread_cbs_budget_set(k_current_get(), ms(6)));
-	second_status = k_thread_deadline_set(k_current_get(), ms(10));
+	zassert_ok(budget_set(k_current_get(), ms(6)));
+	second_status = deadline_set(k_current_get(), ms(10));
 }
 
 static void first_server(void *a, void *b, void *c)
 {
-	zassert_ok(k_thread_cbs_budget_set(k_current_get(), ms(6)));
-	zassert_ok(k_thread_deadline_set(k_current_get(), ms(10)));
+	zassert_ok(budget_set(k_current_get(), ms(6)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
 	/* 0.6 admitted; another 0.6 would exceed one CPU. */
 	k_thread_create(&helper_thread, helper_stack, STACK_SIZE, second_server, NULL, NULL,
 			NULL, WORKER_PRIO - 1, 0, K_NO_WAIT);
