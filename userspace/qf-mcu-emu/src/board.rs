@@ -40,7 +40,10 @@ pub enum BoardError {
     #[error(transparent)]
     Shm(#[from] ShmError),
     #[error("board: {what}: {source}")]
-    Sys { what: &'static str, source: nix::Error },
+    Sys {
+        what: &'static str,
+        source: nix::Error,
+    },
 }
 
 /// Hands commands to a running board from other threads.
@@ -52,19 +55,32 @@ pub struct BoardControl {
 impl BoardControl {
     fn new() -> Result<BoardControl, BoardError> {
         let wake = EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
-            .map_err(|source| BoardError::Sys { what: "creating the command eventfd", source })?;
-        Ok(BoardControl { queue: Mutex::new(VecDeque::new()), wake })
+            .map_err(|source| BoardError::Sys {
+                what: "creating the command eventfd",
+                source,
+            })?;
+        Ok(BoardControl {
+            queue: Mutex::new(VecDeque::new()),
+            wake,
+        })
     }
 
     /// Queues `command` for the board loop.
     pub fn send(&self, command: Command) {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).push_back(command);
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(command);
         let _ = self.wake.write(1);
     }
 
     fn take(&self) -> Vec<Command> {
         let _ = self.wake.read();
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect()
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .collect()
     }
 }
 
@@ -135,12 +151,17 @@ impl Board {
             std::thread::Builder::new()
                 .name("heartbeat".into())
                 .spawn(move || heartbeat_loop(&shm, &beating))
-                .map_err(|e| BoardError::Sys { what: "spawning the heartbeat", source: nix::Error::from_raw(e.raw_os_error().unwrap_or(0)) })?
+                .map_err(|e| BoardError::Sys {
+                    what: "spawning the heartbeat",
+                    source: nix::Error::from_raw(e.raw_os_error().unwrap_or(0)),
+                })?
         };
         let result = self.serve(stop);
         beating.store(false, Ordering::SeqCst);
         let _ = heartbeat.join();
-        let _ = self.shm.store_u32(control::MCU_STATE, McuState::Offline as u32);
+        let _ = self
+            .shm
+            .store_u32(control::MCU_STATE, McuState::Offline as u32);
         result
     }
 
@@ -156,9 +177,15 @@ impl Board {
             ];
             match poll(&mut fds, PollTimeout::NONE) {
                 Err(nix::Error::EINTR) => continue,
-                other => other.map_err(|source| BoardError::Sys { what: "polling the doorbell", source })?,
+                other => other.map_err(|source| BoardError::Sys {
+                    what: "polling the doorbell",
+                    source,
+                })?,
             };
-            let ready: Vec<bool> = fds.iter().map(|f| f.revents().is_some_and(|r| !r.is_empty())).collect();
+            let ready: Vec<bool> = fds
+                .iter()
+                .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+                .collect();
             if ready[0] {
                 return Ok(());
             }
@@ -205,7 +232,8 @@ impl Board {
     fn command(&mut self, command: Command) -> Result<(), BoardError> {
         match command {
             Command::Crash => {
-                self.shm.store_u32(control::MCU_STATE, McuState::Crashed as u32)?;
+                self.shm
+                    .store_u32(control::MCU_STATE, McuState::Crashed as u32)?;
                 self.mcu.crash();
                 self.session = None;
                 log::info!("mcu: crashed (heartbeat stopped, not serving)");
@@ -228,7 +256,8 @@ impl Board {
             && shm.load_u32(control::ATTACHED_GENERATION)? == generation;
         let attach_count = shm.load_u32(control::ATTACH_COUNT)?;
         let tag = shm.load_u32(control::KICK_TAG)?;
-        if state != Some(McuState::Running) || !attached || tag != attach_count || attach_count == 0 {
+        if state != Some(McuState::Running) || !attached || tag != attach_count || attach_count == 0
+        {
             self.lock_stats().stale_kicks += 1;
             log::debug!("mcu: kick ignored (state {state:?}, attached {attached}, tag {tag}, attach_count {attach_count})");
             return Ok(());
@@ -254,19 +283,33 @@ impl Board {
     fn start_session(&mut self, attach_count: u32) -> Result<Session, DeviceError> {
         let mut table = [0u8; TABLE_LEN];
         self.shm.read(RSC_TABLE_OFFSET, &mut table)?;
-        let vdev = rsc_table::decode_vdev(&table).map_err(|e| DeviceError::Queue { index: 0, reason: e.to_string() })?;
+        let vdev = rsc_table::decode_vdev(&table).map_err(|e| DeviceError::Queue {
+            index: 0,
+            reason: e.to_string(),
+        })?;
         let bar2_pa = self.shm.load_u64(control::BAR2_PA)?;
         let device = RpmsgDevice::new(self.shm.file(), self.shm.size(), bar2_pa, &vdev)?;
-        self.shm.store_u32(control::SERVED_ATTACH_COUNT, attach_count)?;
+        self.shm
+            .store_u32(control::SERVED_ATTACH_COUNT, attach_count)?;
         self.lock_stats().sessions += 1;
         log::info!("mcu: serving attach {attach_count} (BAR2 at {bar2_pa:#x}); announcing '{CHANNEL_NAME}' at {CHANNEL_ADDR:#x}");
         let mut outbox = VecDeque::new();
-        outbox.push_back((CHANNEL_ADDR, NS_ADDR, rpmsg::ns_announcement(CHANNEL_NAME, CHANNEL_ADDR).to_vec()));
-        Ok(Session { attach_count, device, outbox })
+        outbox.push_back((
+            CHANNEL_ADDR,
+            NS_ADDR,
+            rpmsg::ns_announcement(CHANNEL_NAME, CHANNEL_ADDR).to_vec(),
+        ));
+        Ok(Session {
+            attach_count,
+            device,
+            outbox,
+        })
     }
 
     fn serve_session(&mut self) -> Result<(), DeviceError> {
-        let Some(session) = self.session.as_mut() else { return Ok(()) };
+        let Some(session) = self.session.as_mut() else {
+            return Ok(());
+        };
         let mut inbox = Vec::new();
         let mut interrupt = false;
         // Answering may take a while (latency knob); deliver replies as they are produced so
@@ -280,13 +323,24 @@ impl Board {
             }
             for message in inbox.drain(..) {
                 if message.dst != CHANNEL_ADDR {
-                    self.stats.lock().unwrap_or_else(|p| p.into_inner()).foreign_messages += 1;
-                    log::warn!("mcu: message from {} to unknown address {} dropped", message.src, message.dst);
+                    self.stats
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .foreign_messages += 1;
+                    log::warn!(
+                        "mcu: message from {} to unknown address {} dropped",
+                        message.src,
+                        message.dst
+                    );
                     continue;
                 }
                 let mut out = [0u8; MAX_FRAME_LEN];
                 if let Some(reply) = self.mcu.handle(&message.payload, &mut out) {
-                    session.outbox.push_back((CHANNEL_ADDR, message.src, out[..reply.len].to_vec()));
+                    session.outbox.push_back((
+                        CHANNEL_ADDR,
+                        message.src,
+                        out[..reply.len].to_vec(),
+                    ));
                     flush(session, &mut interrupt)?;
                     if interrupt {
                         self.guest.notify(VECTOR_VRING);
@@ -310,7 +364,10 @@ impl Board {
 fn flush(session: &mut Session, interrupt: &mut bool) -> Result<(), DeviceError> {
     while let Some((src, dst, payload)) = session.outbox.front() {
         if payload.len() > rpmsg::MAX_PAYLOAD {
-            log::warn!("mcu: a {}-byte reply exceeds the rpmsg payload limit; not sent", payload.len());
+            log::warn!(
+                "mcu: a {}-byte reply exceeds the rpmsg payload limit; not sent",
+                payload.len()
+            );
             session.outbox.pop_front();
             continue;
         }

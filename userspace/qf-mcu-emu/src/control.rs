@@ -31,7 +31,8 @@ pub fn parse(line: &str) -> Result<Request, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let number = |what: &str, word: Option<&&str>| -> Result<u64, String> {
         let word = word.ok_or_else(|| format!("{what} needs a number"))?;
-        word.parse().map_err(|_| format!("{what}: '{word}' is not a non-negative integer"))
+        word.parse()
+            .map_err(|_| format!("{what}: '{word}' is not a non-negative integer"))
     };
     let request = match words.first().copied() {
         Some("latency-us") => Request::LatencyUs(number("latency-us", words.get(1))?),
@@ -39,12 +40,17 @@ pub fn parse(line: &str) -> Result<Request, String> {
         Some("silent") => match words.get(1).copied() {
             Some("on") => Request::Silent(true),
             Some("off") => Request::Silent(false),
-            other => return Err(format!("silent: expected 'on' or 'off', got '{}'", other.unwrap_or(""))),
+            other => {
+                return Err(format!(
+                    "silent: expected 'on' or 'off', got '{}'",
+                    other.unwrap_or("")
+                ))
+            }
         },
         Some("crash") => Request::Crash,
         Some("restart") => Request::Restart,
         Some("status") => Request::Status,
-        Some(other) => return Err(format!("unknown command '{other}' (latency-us, drop-every, silent, crash, restart, status)")),
+        Some(other) => return Err(unknown(other)),
         None => return Err("empty command".to_string()),
     };
     let expected_words = match request {
@@ -52,9 +58,18 @@ pub fn parse(line: &str) -> Result<Request, String> {
         _ => 1,
     };
     if words.len() != expected_words {
-        return Err(format!("'{}' takes {} argument(s)", words[0], expected_words - 1));
+        return Err(format!(
+            "'{}' takes {} argument(s)",
+            words[0],
+            expected_words - 1
+        ));
     }
     Ok(request)
+}
+
+fn unknown(word: &str) -> String {
+    let known = "latency-us, drop-every, silent, crash, restart, status";
+    format!("unknown command '{word}' ({known})")
 }
 
 /// Produces the `status` line.
@@ -71,19 +86,34 @@ pub struct ControlServer {
 
 impl ControlServer {
     /// Binds `path`; crash/restart go to `board` when there is one, else to `mcu` directly.
-    pub fn bind(path: &Path, mcu: Arc<Mcu>, board: Option<Arc<BoardControl>>, status: StatusFn) -> io::Result<ControlServer> {
+    pub fn bind(
+        path: &Path,
+        mcu: Arc<Mcu>,
+        board: Option<Arc<BoardControl>>,
+        status: StatusFn,
+    ) -> io::Result<ControlServer> {
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             if !meta.file_type().is_socket() {
                 return Err(io::Error::new(
                     io::ErrorKind::AlreadyExists,
-                    format!("{} exists and is not a socket; refusing to replace it", path.display()),
+                    format!(
+                        "{} exists and is not a socket; refusing to replace it",
+                        path.display()
+                    ),
                 ));
             }
             std::fs::remove_file(path)?;
         }
-        let listener = UnixListener::bind(path)
-            .map_err(|e| io::Error::new(e.kind(), format!("control socket {}: {e}", path.display())))?;
-        Ok(ControlServer { listener, path: path.to_path_buf(), mcu, board, status })
+        let listener = UnixListener::bind(path).map_err(|e| {
+            io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()))
+        })?;
+        Ok(ControlServer {
+            listener,
+            path: path.to_path_buf(),
+            mcu,
+            board,
+            status,
+        })
     }
 
     /// Executes one command and returns the reply line.
@@ -114,7 +144,10 @@ impl ControlServer {
     /// Serves clients one at a time until `stop` is readable.
     pub fn run(&self, stop: BorrowedFd<'_>) -> io::Result<()> {
         loop {
-            let mut fds = [PollFd::new(stop, PollFlags::POLLIN), PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+            let mut fds = [
+                PollFd::new(stop, PollFlags::POLLIN),
+                PollFd::new(self.listener.as_fd(), PollFlags::POLLIN),
+            ];
             match poll(&mut fds, PollTimeout::NONE) {
                 Err(nix::Error::EINTR) => continue,
                 Err(e) => return Err(io::Error::from(e)),
@@ -172,9 +205,17 @@ mod tests {
         assert_eq!(parse(" crash "), Ok(Request::Crash));
         assert_eq!(parse("restart"), Ok(Request::Restart));
         assert_eq!(parse("status"), Ok(Request::Status));
-        assert_eq!(parse("latency-us -3"), Err("latency-us: '-3' is not a non-negative integer".into()));
-        assert_eq!(parse("silent maybe"), Err("silent: expected 'on' or 'off', got 'maybe'".into()));
-        assert!(parse("reboot").unwrap_err().contains("unknown command 'reboot'"));
+        assert_eq!(
+            parse("latency-us -3"),
+            Err("latency-us: '-3' is not a non-negative integer".into())
+        );
+        assert_eq!(
+            parse("silent maybe"),
+            Err("silent: expected 'on' or 'off', got 'maybe'".into())
+        );
+        assert!(parse("reboot")
+            .unwrap_err()
+            .contains("unknown command 'reboot'"));
         assert!(parse("crash now").unwrap_err().contains("takes 0 argument"));
     }
 }

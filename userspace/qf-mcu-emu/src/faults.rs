@@ -76,7 +76,9 @@ impl Faults {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return Verdict::Drop;
         }
-        Verdict::Reply { delay: Duration::from_micros(latency_us) }
+        Verdict::Reply {
+            delay: Duration::from_micros(latency_us),
+        }
     }
 }
 
@@ -96,11 +98,21 @@ mod tests {
     #[test]
     fn latency_is_applied_to_every_reply_and_silence_wins_over_everything() {
         let faults = Faults::new(250, 0, false);
-        assert_eq!(faults.verdict(), Verdict::Reply { delay: Duration::from_micros(250) });
+        assert_eq!(
+            faults.verdict(),
+            Verdict::Reply {
+                delay: Duration::from_micros(250)
+            }
+        );
         faults.set_silent(true);
         assert_eq!(faults.verdict(), Verdict::Silent);
         faults.set_silent(false);
         faults.set_latency_us(0);
-        assert_eq!(faults.verdict(), Verdict::Reply { delay: Duration::ZERO });
+        assert_eq!(
+            faults.verdict(),
+            Verdict::Reply {
+                delay: Duration::ZERO
+            }
+        );
     }
 }

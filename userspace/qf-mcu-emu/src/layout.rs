@@ -84,6 +84,12 @@ impl McuState {
     }
 }
 
+// The areas do not overlap and fit the smallest shared memory.
+const _: () = assert!(BUFFERS_OFFSET + BUFFERS_AREA <= MIN_SHM_SIZE);
+const _: () = assert!(VRING1_OFFSET + VRING_AREA <= BUFFERS_OFFSET);
+const _: () = assert!(VRING0_OFFSET + VRING_AREA <= VRING1_OFFSET);
+const _: () = assert!(RSC_TABLE_OFFSET + RSC_TABLE_AREA <= VRING0_OFFSET);
+
 /// Device address of a shared-memory offset.
 pub const fn da(offset: u64) -> u64 {
     QF_DA_BASE + offset
@@ -121,11 +127,5 @@ mod tests {
         assert_eq!(desc, 0x1001_0000);
         assert_eq!(avail, 0x1001_1000);
         assert_eq!(used, 0x1001_2000);
-    }
-
-    #[test]
-    fn the_layout_fits_the_smallest_shared_memory() {
-        assert!(BUFFERS_OFFSET + BUFFERS_AREA <= MIN_SHM_SIZE);
-        assert!(VRING1_OFFSET + VRING_AREA <= BUFFERS_OFFSET);
     }
 }

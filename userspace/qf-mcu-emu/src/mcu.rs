@@ -53,7 +53,10 @@ impl Mcu {
     /// A running MCU with these knobs.
     pub fn new(faults: Faults) -> Mcu {
         Mcu {
-            state: Mutex::new(State { replay: Replay::new(), stats: McuStats::default() }),
+            state: Mutex::new(State {
+                replay: Replay::new(),
+                stats: McuStats::default(),
+            }),
             faults,
             crashed: AtomicBool::new(false),
             origin: Instant::now(),
@@ -124,7 +127,11 @@ impl Mcu {
                     std::thread::sleep(delay);
                 }
                 self.lock().stats.replies += 1;
-                Some(Reply { len: served.len, status: served.status, compute_ns: served.compute_ns })
+                Some(Reply {
+                    len: served.len,
+                    status: served.status,
+                    compute_ns: served.compute_ns,
+                })
             }
             Verdict::Drop | Verdict::Silent => {
                 self.lock().stats.unanswered += 1;
@@ -134,6 +141,8 @@ impl Mcu {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

@@ -61,18 +61,29 @@ pub fn decode(buffer: &[u8]) -> Result<(Header, &[u8]), RpmsgError> {
         flags: u16::from_le_bytes([h[14], h[15]]),
     };
     let len = usize::from(header.len);
-    let payload = rest
-        .get(..len)
-        .ok_or(RpmsgError::Length { declared: len, available: rest.len() })?;
+    let payload = rest.get(..len).ok_or(RpmsgError::Length {
+        declared: len,
+        available: rest.len(),
+    })?;
     Ok((header, payload))
 }
 
 /// Builds a whole message (header + payload) into `out`; returns its length.
-pub fn encode(src: u32, dst: u32, payload: &[u8], out: &mut [u8; BUFFER_SIZE]) -> Result<usize, RpmsgError> {
+pub fn encode(
+    src: u32,
+    dst: u32,
+    payload: &[u8],
+    out: &mut [u8; BUFFER_SIZE],
+) -> Result<usize, RpmsgError> {
     if payload.len() > MAX_PAYLOAD {
         return Err(RpmsgError::TooBig(payload.len()));
     }
-    let header = Header { src, dst, len: payload.len() as u16, flags: 0 };
+    let header = Header {
+        src,
+        dst,
+        len: payload.len() as u16,
+        flags: 0,
+    };
     out[..HEADER_LEN].copy_from_slice(&header.encode());
     out[HEADER_LEN..HEADER_LEN + payload.len()].copy_from_slice(payload);
     Ok(HEADER_LEN + payload.len())
@@ -106,14 +117,23 @@ mod tests {
     fn payloads_above_496_bytes_are_refused() {
         let mut buf = [0u8; BUFFER_SIZE];
         assert!(encode(1, 2, &[0; MAX_PAYLOAD], &mut buf).is_ok());
-        assert_eq!(encode(1, 2, &[0; MAX_PAYLOAD + 1], &mut buf), Err(RpmsgError::TooBig(497)));
+        assert_eq!(
+            encode(1, 2, &[0; MAX_PAYLOAD + 1], &mut buf),
+            Err(RpmsgError::TooBig(497))
+        );
     }
 
     #[test]
     fn a_header_claiming_more_than_the_buffer_is_an_error() {
         let mut buf = [0u8; 20];
         buf[12..14].copy_from_slice(&10u16.to_le_bytes());
-        assert_eq!(decode(&buf), Err(RpmsgError::Length { declared: 10, available: 4 }));
+        assert_eq!(
+            decode(&buf),
+            Err(RpmsgError::Length {
+                declared: 10,
+                available: 4
+            })
+        );
         assert_eq!(decode(&buf[..3]), Err(RpmsgError::Short(3)));
     }
 

@@ -47,7 +47,11 @@ pub struct VdevInfo {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TableError {
     #[error("resource table field {field} is {found:#x}, expected {expected}")]
-    Field { field: &'static str, found: u64, expected: &'static str },
+    Field {
+        field: &'static str,
+        found: u64,
+        expected: &'static str,
+    },
 }
 
 /// The table as published at (re)start.
@@ -80,16 +84,39 @@ pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
         if found == want {
             Ok(())
         } else {
-            Err(TableError::Field { field, found: u64::from(found), expected })
+            Err(TableError::Field {
+                field,
+                found: u64::from(found),
+                expected,
+            })
         }
     };
     expect("type", get(VDEV_ENTRY_OFFSET), RSC_VDEV, "RSC_VDEV (3)")?;
-    expect("id", get(VDEV_OFFSET), VIRTIO_ID_RPMSG, "VIRTIO_ID_RPMSG (7)")?;
+    expect(
+        "id",
+        get(VDEV_OFFSET),
+        VIRTIO_ID_RPMSG,
+        "VIRTIO_ID_RPMSG (7)",
+    )?;
     expect("num_of_vrings", u32::from(t[VDEV_OFFSET + 21]), 2, "2")?;
-    let mut vrings = [VringInfo { da: 0, align: 0, num: 0, notifyid: 0 }; 2];
-    for (i, (vring, area)) in vrings.iter_mut().zip([VRING0_OFFSET, VRING1_OFFSET]).enumerate() {
+    let mut vrings = [VringInfo {
+        da: 0,
+        align: 0,
+        num: 0,
+        notifyid: 0,
+    }; 2];
+    for (i, (vring, area)) in vrings
+        .iter_mut()
+        .zip([VRING0_OFFSET, VRING1_OFFSET])
+        .enumerate()
+    {
         let at = VDEV_OFFSET + VDEV_LEN + i * VRING_LEN;
-        *vring = VringInfo { da: get(at), align: get(at + 4), num: get(at + 8), notifyid: get(at + 12) };
+        *vring = VringInfo {
+            da: get(at),
+            align: get(at + 4),
+            num: get(at + 8),
+            notifyid: get(at + 12),
+        };
         expect("vring.num", vring.num, u32::from(VRING_NUM), "256")?;
         expect("vring.align", vring.align, VRING_ALIGN, "4096")?;
         let start = u64::from(vring.da);
@@ -135,7 +162,13 @@ mod tests {
         let mut t = encode();
         let at = VDEV_OFFSET + VDEV_LEN;
         t[at..at + 4].copy_from_slice(&0x1000_0000u32.to_le_bytes());
-        assert!(matches!(decode_vdev(&t), Err(TableError::Field { field: "vring.da", .. })));
+        assert!(matches!(
+            decode_vdev(&t),
+            Err(TableError::Field {
+                field: "vring.da",
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -145,7 +178,11 @@ mod tests {
         t[at..at + 4].copy_from_slice(&128u32.to_le_bytes());
         assert_eq!(
             decode_vdev(&t),
-            Err(TableError::Field { field: "vring.num", found: 128, expected: "256" })
+            Err(TableError::Field {
+                field: "vring.num",
+                found: 128,
+                expected: "256"
+            })
         );
     }
 }

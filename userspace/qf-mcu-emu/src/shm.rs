@@ -6,9 +6,7 @@ use std::fs::File;
 use std::sync::atomic::Ordering;
 
 use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
-use vm_memory::{
-    Bytes, FileOffset, GuestAddress, GuestMemoryMmap, GuestRegionMmap, MmapRegion,
-};
+use vm_memory::{Bytes, FileOffset, GuestAddress, GuestMemoryMmap, GuestRegionMmap, MmapRegion};
 
 use crate::layout::{control, MIN_SHM_SIZE};
 
@@ -57,7 +55,8 @@ impl SharedMemory {
         })?;
         let fd = memfd_create(&name, MemFdCreateFlag::MFD_CLOEXEC).map_err(ShmError::Create)?;
         let file = File::from(fd);
-        file.set_len(size).map_err(|source| ShmError::Resize { size, source })?;
+        file.set_len(size)
+            .map_err(|source| ShmError::Resize { size, source })?;
         Self::from_file(file, size)
     }
 
@@ -69,7 +68,11 @@ impl SharedMemory {
             size,
             reason: e.to_string(),
         })?;
-        Ok(SharedMemory { file, size, by_offset })
+        Ok(SharedMemory {
+            file,
+            size,
+            by_offset,
+        })
     }
 
     /// The memfd (sent to QEMU, mapped again for the session windows).
@@ -150,7 +153,10 @@ impl SharedMemory {
 }
 
 fn access(offset: u64, error: impl std::fmt::Display) -> ShmError {
-    ShmError::Access { offset, reason: error.to_string() }
+    ShmError::Access {
+        offset,
+        reason: error.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -159,8 +165,14 @@ mod tests {
 
     #[test]
     fn sizes_that_are_not_a_power_of_two_or_too_small_are_refused() {
-        assert!(matches!(SharedMemory::create(3 << 20), Err(ShmError::BadSize(_))));
-        assert!(matches!(SharedMemory::create(1 << 20), Err(ShmError::BadSize(_))));
+        assert!(matches!(
+            SharedMemory::create(3 << 20),
+            Err(ShmError::BadSize(_))
+        ));
+        assert!(matches!(
+            SharedMemory::create(1 << 20),
+            Err(ShmError::BadSize(_))
+        ));
     }
 
     #[test]

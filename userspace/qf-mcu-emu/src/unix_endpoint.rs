@@ -21,7 +21,13 @@ pub const PREFIX_LEN: usize = 2;
 /// Writes one length-prefixed frame.
 pub fn write_frame(stream: &mut impl Write, frame: &[u8]) -> io::Result<()> {
     let len = u16::try_from(frame.len()).map_err(|_| {
-        io::Error::new(io::ErrorKind::InvalidInput, format!("frame of {} bytes exceeds the u16 length prefix", frame.len()))
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "frame of {} bytes exceeds the u16 length prefix",
+                frame.len()
+            ),
+        )
     })?;
     let mut message = Vec::with_capacity(PREFIX_LEN + frame.len());
     message.extend_from_slice(&len.to_be_bytes());
@@ -56,27 +62,40 @@ impl UnixEndpoint {
             if !meta.file_type().is_socket() {
                 return Err(io::Error::new(
                     io::ErrorKind::AlreadyExists,
-                    format!("{} exists and is not a socket; refusing to replace it", path.display()),
+                    format!(
+                        "{} exists and is not a socket; refusing to replace it",
+                        path.display()
+                    ),
                 ));
             }
             std::fs::remove_file(path)?;
         }
-        let listener = UnixListener::bind(path)
-            .map_err(|e| io::Error::new(e.kind(), format!("unix socket {}: {e}", path.display())))?;
-        Ok(UnixEndpoint { listener, path: path.to_path_buf() })
+        let listener = UnixListener::bind(path).map_err(|e| {
+            io::Error::new(e.kind(), format!("unix socket {}: {e}", path.display()))
+        })?;
+        Ok(UnixEndpoint {
+            listener,
+            path: path.to_path_buf(),
+        })
     }
 
     /// Accepts clients (one thread each) until `stop` is readable, then closes them all.
     pub fn run(&self, stop: BorrowedFd<'_>, mcu: &Arc<Mcu>) -> io::Result<()> {
         let mut clients: Vec<(UnixStream, JoinHandle<()>)> = Vec::new();
         let result = loop {
-            let mut fds = [PollFd::new(stop, PollFlags::POLLIN), PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+            let mut fds = [
+                PollFd::new(stop, PollFlags::POLLIN),
+                PollFd::new(self.listener.as_fd(), PollFlags::POLLIN),
+            ];
             match poll(&mut fds, PollTimeout::NONE) {
                 Err(nix::Error::EINTR) => continue,
                 Err(e) => break Err(io::Error::from(e)),
                 Ok(_) => {}
             }
-            let ready: Vec<bool> = fds.iter().map(|f| f.revents().is_some_and(|r| !r.is_empty())).collect();
+            let ready: Vec<bool> = fds
+                .iter()
+                .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+                .collect();
             if ready[0] {
                 break Ok(());
             }
@@ -90,7 +109,9 @@ impl UnixEndpoint {
                 };
                 let handle = stream.try_clone().and_then(|clone| {
                     let mcu = Arc::clone(mcu);
-                    std::thread::Builder::new().name("unix-client".into()).spawn(move || serve_client(clone, &mcu))
+                    std::thread::Builder::new()
+                        .name("unix-client".into())
+                        .spawn(move || serve_client(clone, &mcu))
                 });
                 match handle {
                     Ok(handle) => clients.push((stream, handle)),

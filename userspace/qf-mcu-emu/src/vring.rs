@@ -70,7 +70,12 @@ pub struct RpmsgDevice {
 
 impl RpmsgDevice {
     /// Maps the two windows of `shm` and sets the queues up from the resource table's vrings.
-    pub fn new(shm: &File, shm_size: u64, bar2_pa: u64, vdev: &VdevInfo) -> Result<RpmsgDevice, DeviceError> {
+    pub fn new(
+        shm: &File,
+        shm_size: u64,
+        bar2_pa: u64,
+        vdev: &VdevInfo,
+    ) -> Result<RpmsgDevice, DeviceError> {
         let mcu_window = QF_DA_BASE..QF_DA_BASE + shm_size;
         let linux_window = bar2_pa..bar2_pa.saturating_add(shm_size);
         let mut regions = vec![map_file(shm, shm_size, QF_DA_BASE)?];
@@ -79,13 +84,20 @@ impl RpmsgDevice {
                 return Err(DeviceError::Overlap { bar2_pa });
             }
             regions.push(map_file(shm, shm_size, bar2_pa)?);
-            regions.sort_by_key(|r| vm_memory::GuestMemoryRegion::start_addr(r));
+            regions.sort_by_key(vm_memory::GuestMemoryRegion::start_addr);
         }
-        let mem = GuestMemoryMmap::from_regions(regions).map_err(|e| DeviceError::Memory(e.to_string()))?;
+        let mem = GuestMemoryMmap::from_regions(regions)
+            .map_err(|e| DeviceError::Memory(e.to_string()))?;
         let rx = queue(&mem, 0, &vdev.vrings[0])?;
         let tx = queue(&mem, 1, &vdev.vrings[1])?;
         let start = bar2_pa + BUFFERS_OFFSET;
-        Ok(RpmsgDevice { mem, rx, tx, buffers: start..start + BUFFERS_AREA, stats: DeviceStats::default() })
+        Ok(RpmsgDevice {
+            mem,
+            rx,
+            tx,
+            buffers: start..start + BUFFERS_AREA,
+            stats: DeviceStats::default(),
+        })
     }
 
     /// Counters so far.
@@ -99,7 +111,10 @@ impl RpmsgDevice {
         let queue_err = |reason: String| DeviceError::Queue { index: 1, reason };
         loop {
             let chain = {
-                let mut iter = self.tx.iter(&self.mem).map_err(|e| queue_err(e.to_string()))?;
+                let mut iter = self
+                    .tx
+                    .iter(&self.mem)
+                    .map_err(|e| queue_err(e.to_string()))?;
                 iter.next()
             };
             let Some(chain) = chain else { break };
@@ -117,12 +132,18 @@ impl RpmsgDevice {
                 }
                 let start = bytes.len();
                 bytes.resize(start + len, 0);
-                if self.mem.read_slice(&mut bytes[start..], desc.addr()).is_err() {
+                if self
+                    .mem
+                    .read_slice(&mut bytes[start..], desc.addr())
+                    .is_err()
+                {
                     good = false;
                     break;
                 }
             }
-            self.tx.add_used(&self.mem, head, 0).map_err(|e| queue_err(e.to_string()))?;
+            self.tx
+                .add_used(&self.mem, head, 0)
+                .map_err(|e| queue_err(e.to_string()))?;
             if !good {
                 self.stats.bad_descriptors += 1;
                 log::warn!("vring1: descriptor chain {head} outside the rpmsg buffers or too long; returned unread");
@@ -131,7 +152,11 @@ impl RpmsgDevice {
             match rpmsg::decode(&bytes) {
                 Ok((header, payload)) => {
                     self.stats.received += 1;
-                    out.push(Message { src: header.src, dst: header.dst, payload: payload.to_vec() });
+                    out.push(Message {
+                        src: header.src,
+                        dst: header.dst,
+                        payload: payload.to_vec(),
+                    });
                 }
                 Err(e) => {
                     self.stats.bad_messages += 1;
@@ -146,14 +171,19 @@ impl RpmsgDevice {
     pub fn send(&mut self, src: u32, dst: u32, payload: &[u8]) -> Result<Sent, DeviceError> {
         let queue_err = |reason: String| DeviceError::Queue { index: 0, reason };
         let mut message = [0u8; rpmsg::BUFFER_SIZE];
-        let len = rpmsg::encode(src, dst, payload, &mut message)
-            .map_err(|e| queue_err(e.to_string()))?;
+        let len =
+            rpmsg::encode(src, dst, payload, &mut message).map_err(|e| queue_err(e.to_string()))?;
         loop {
             let chain = {
-                let mut iter = self.rx.iter(&self.mem).map_err(|e| queue_err(e.to_string()))?;
+                let mut iter = self
+                    .rx
+                    .iter(&self.mem)
+                    .map_err(|e| queue_err(e.to_string()))?;
                 iter.next()
             };
-            let Some(chain) = chain else { return Ok(Sent::NoBuffer) };
+            let Some(chain) = chain else {
+                return Ok(Sent::NoBuffer);
+            };
             let head = chain.head_index();
             let mut written = 0usize;
             let mut good = true;
@@ -164,7 +194,10 @@ impl RpmsgDevice {
                 let n = (desc.len() as usize).min(len - written);
                 if !desc.is_write_only()
                     || !self.in_buffers(desc.addr().0, desc.len() as usize)
-                    || self.mem.write_slice(&message[written..written + n], desc.addr()).is_err()
+                    || self
+                        .mem
+                        .write_slice(&message[written..written + n], desc.addr())
+                        .is_err()
                 {
                     good = false;
                     break;
@@ -173,13 +206,21 @@ impl RpmsgDevice {
             }
             if !good || written < len {
                 self.stats.bad_descriptors += 1;
-                log::warn!("vring0: rx chain {head} unusable for a {len}-byte message; returned empty");
-                self.rx.add_used(&self.mem, head, 0).map_err(|e| queue_err(e.to_string()))?;
+                log::warn!(
+                    "vring0: rx chain {head} unusable for a {len}-byte message; returned empty"
+                );
+                self.rx
+                    .add_used(&self.mem, head, 0)
+                    .map_err(|e| queue_err(e.to_string()))?;
                 continue;
             }
-            self.rx.add_used(&self.mem, head, len as u32).map_err(|e| queue_err(e.to_string()))?;
+            self.rx
+                .add_used(&self.mem, head, len as u32)
+                .map_err(|e| queue_err(e.to_string()))?;
             self.stats.sent += 1;
-            return Ok(Sent::Delivered { interrupt: self.wants_interrupt(0)? });
+            return Ok(Sent::Delivered {
+                interrupt: self.wants_interrupt(0)?,
+            });
         }
     }
 
@@ -190,12 +231,18 @@ impl RpmsgDevice {
         let flags: u16 = self
             .mem
             .load(GuestAddress(queue.avail_ring()), Ordering::Acquire)
-            .map_err(|e| DeviceError::Queue { index, reason: e.to_string() })?;
+            .map_err(|e| DeviceError::Queue {
+                index,
+                reason: e.to_string(),
+            })?;
         Ok(flags & VRING_AVAIL_F_NO_INTERRUPT == 0)
     }
 
     fn in_buffers(&self, addr: u64, len: usize) -> bool {
-        addr >= self.buffers.start && addr.checked_add(len as u64).is_some_and(|end| end <= self.buffers.end)
+        addr >= self.buffers.start
+            && addr
+                .checked_add(len as u64)
+                .is_some_and(|end| end <= self.buffers.end)
     }
 }
 
@@ -204,14 +251,21 @@ fn queue(mem: &GuestMemoryMmap, index: usize, vring: &VringInfo) -> Result<Queue
     let num = u16::try_from(vring.num).map_err(|_| err(format!("num {} too large", vring.num)))?;
     let mut q = Queue::new(num).map_err(|e| err(e.to_string()))?;
     q.set_size(num);
-    let (desc, avail, used) = vring_parts(u64::from(vring.da), u64::from(vring.num), u64::from(vring.align));
+    let (desc, avail, used) = vring_parts(
+        u64::from(vring.da),
+        u64::from(vring.num),
+        u64::from(vring.align),
+    );
     q.set_desc_table_address(Some(desc as u32), Some((desc >> 32) as u32));
     q.set_avail_ring_address(Some(avail as u32), Some((avail >> 32) as u32));
     q.set_used_ring_address(Some(used as u32), Some((used >> 32) as u32));
     q.set_event_idx(false);
     q.set_ready(true);
     if !q.is_valid(mem) {
-        return Err(err(format!("rings at da {:#x} are not valid in the MCU window", vring.da)));
+        return Err(err(format!(
+            "rings at da {:#x} are not valid in the MCU window",
+            vring.da
+        )));
     }
     Ok(q)
 }

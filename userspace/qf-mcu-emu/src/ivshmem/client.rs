@@ -37,11 +37,15 @@ impl IvshmemClient {
         })?;
         let (version, fd) = recv(&stream, timeout)?;
         if version != PROTOCOL_VERSION || fd.is_some() {
-            return Err(IvshmemError::Protocol(format!("server sent version {version}, expecting 0")));
+            return Err(IvshmemError::Protocol(format!(
+                "server sent version {version}, expecting 0"
+            )));
         }
         let (id, fd) = recv(&stream, timeout)?;
         if fd.is_some() || !(0..=i64::from(u16::MAX)).contains(&id) {
-            return Err(IvshmemError::Protocol(format!("server sent invalid ID message {id}")));
+            return Err(IvshmemError::Protocol(format!(
+                "server sent invalid ID message {id}"
+            )));
         }
         let id = id as u16;
         let mut shm = None;
@@ -50,7 +54,11 @@ impl IvshmemClient {
             let (msg, fd) = recv(&stream, timeout)?;
             match (msg, fd) {
                 (-1, Some(fd)) if shm.is_none() => shm = Some(File::from(fd)),
-                (-1, _) => return Err(IvshmemError::Protocol("unexpected shared memory message".into())),
+                (-1, _) => {
+                    return Err(IvshmemError::Protocol(
+                        "unexpected shared memory message".into(),
+                    ))
+                }
                 (peer @ 0..=65535, Some(fd)) => {
                     let list = peers.entry(peer as u16).or_default();
                     if list.len() >= VECTORS {
@@ -63,15 +71,27 @@ impl IvshmemClient {
                 (peer @ 0..=65535, None) => {
                     peers.remove(&(peer as u16));
                 }
-                (other, _) => return Err(IvshmemError::Protocol(format!("server sent invalid message {other}"))),
+                (other, _) => {
+                    return Err(IvshmemError::Protocol(format!(
+                        "server sent invalid message {other}"
+                    )))
+                }
             }
         }
         let shm = shm.ok_or_else(|| IvshmemError::Protocol("no shared memory".into()))?;
         let shm_size = shm
             .metadata()
-            .map_err(|e| IvshmemError::Protocol(format!("can't determine size of shared memory: {e}")))?
+            .map_err(|e| {
+                IvshmemError::Protocol(format!("can't determine size of shared memory: {e}"))
+            })?
             .len();
-        Ok(IvshmemClient { stream, id, shm, shm_size, peers })
+        Ok(IvshmemClient {
+            stream,
+            id,
+            shm,
+            shm_size,
+            peers,
+        })
     }
 
     /// Number of vectors connected for `peer`.
@@ -109,7 +129,10 @@ impl IvshmemClient {
     pub fn next_message(&mut self, timeout: Duration) -> Result<(i64, bool), IvshmemError> {
         let (msg, fd) = recv(&self.stream, timeout)?;
         if let (Ok(peer), Some(fd)) = (u16::try_from(msg), fd.as_ref()) {
-            let file = File::from(fd.try_clone().map_err(|e| IvshmemError::Protocol(e.to_string()))?);
+            let file = File::from(
+                fd.try_clone()
+                    .map_err(|e| IvshmemError::Protocol(e.to_string()))?,
+            );
             self.peers.entry(peer).or_default().push(file);
         } else if let Ok(peer) = u16::try_from(msg) {
             self.peers.remove(&peer);
@@ -133,14 +156,23 @@ fn recv(stream: &UnixStream, timeout: Duration) -> Result<(i64, Option<OwnedFd>)
     let mut fd = None;
     while got < bytes.len() {
         if !readable(stream.as_fd(), timeout) {
-            return Err(IvshmemError::Protocol(format!("no message from the server within {timeout:?}")));
+            return Err(IvshmemError::Protocol(format!(
+                "no message from the server within {timeout:?}"
+            )));
         }
         let mut iov = [IoSliceMut::new(&mut bytes[got..])];
         let mut space = nix::cmsg_space!([RawFd; 1]);
-        let msg = recvmsg::<UnixAddr>(stream.as_raw_fd(), &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)
-            .map_err(sys("receiving an ivshmem message"))?;
+        let msg = recvmsg::<UnixAddr>(
+            stream.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        )
+        .map_err(sys("receiving an ivshmem message"))?;
         if msg.bytes == 0 {
-            return Err(IvshmemError::Protocol("server closed the connection".into()));
+            return Err(IvshmemError::Protocol(
+                "server closed the connection".into(),
+            ));
         }
         for cmsg in msg.cmsgs().map_err(sys("reading ancillary data"))? {
             if let ControlMessageOwned::ScmRights(raw) = cmsg {

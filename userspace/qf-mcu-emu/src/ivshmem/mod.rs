@@ -25,11 +25,17 @@ pub const VECTOR_STATE: usize = 1;
 #[derive(Debug, thiserror::Error)]
 pub enum IvshmemError {
     #[error("ivshmem socket {path}: {source}")]
-    Socket { path: String, source: std::io::Error },
+    Socket {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("ivshmem socket {path} exists and is not a socket; refusing to replace it")]
     NotASocket { path: String },
     #[error("ivshmem {what}: {source}")]
-    Sys { what: &'static str, source: nix::Error },
+    Sys {
+        what: &'static str,
+        source: nix::Error,
+    },
     #[error("ivshmem protocol: {0}")]
     Protocol(String),
 }

@@ -38,7 +38,10 @@ impl McuDoorbell {
 
     /// Rings `vector` from inside the emulator (what a guest's doorbell write does).
     pub fn ring(&self, vector: usize) -> Result<(), IvshmemError> {
-        self.vectors[vector].write(1).map(|_| ()).map_err(sys("ringing the MCU doorbell"))
+        self.vectors[vector]
+            .write(1)
+            .map(|_| ())
+            .map_err(sys("ringing the MCU doorbell"))
     }
 }
 
@@ -51,7 +54,10 @@ pub struct GuestNotifier {
 impl GuestNotifier {
     /// Signals the guest's `vector`; false if no guest is connected.
     pub fn notify(&self, vector: usize) -> bool {
-        let guest = self.guest.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let guest = self
+            .guest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         match guest.as_ref() {
             Some(fds) => fds[vector].write(1).is_ok(),
             None => false,
@@ -60,11 +66,17 @@ impl GuestNotifier {
 
     /// True while a guest is connected.
     pub fn connected(&self) -> bool {
-        self.guest.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).is_some()
+        self.guest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_some()
     }
 
     fn set(&self, fds: Option<[EventFd; VECTORS]>) {
-        *self.guest.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = fds;
+        *self
+            .guest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = fds;
     }
 }
 
@@ -85,13 +97,22 @@ impl IvshmemServer {
             if !meta.file_type().is_socket() {
                 return Err(IvshmemError::NotASocket { path: shown });
             }
-            std::fs::remove_file(path)
-                .map_err(|source| IvshmemError::Socket { path: shown.clone(), source })?;
+            std::fs::remove_file(path).map_err(|source| IvshmemError::Socket {
+                path: shown.clone(),
+                source,
+            })?;
         }
-        let listener = UnixListener::bind(path)
-            .map_err(|source| IvshmemError::Socket { path: shown.clone(), source })?;
-        let shm = shm.try_clone().map_err(|source| IvshmemError::Socket { path: shown, source })?;
-        let mcu = Arc::new(McuDoorbell { vectors: [new_eventfd()?, new_eventfd()?] });
+        let listener = UnixListener::bind(path).map_err(|source| IvshmemError::Socket {
+            path: shown.clone(),
+            source,
+        })?;
+        let shm = shm.try_clone().map_err(|source| IvshmemError::Socket {
+            path: shown,
+            source,
+        })?;
+        let mcu = Arc::new(McuDoorbell {
+            vectors: [new_eventfd()?, new_eventfd()?],
+        });
         Ok(IvshmemServer {
             listener,
             path: path.to_path_buf(),
@@ -154,7 +175,9 @@ impl IvshmemServer {
                     }
                 };
                 if guest.is_some() {
-                    log::warn!("ivshmem: refusing a second guest while peer {GUEST_PEER_ID} is connected");
+                    log::warn!(
+                        "ivshmem: refusing a second guest while peer {GUEST_PEER_ID} is connected"
+                    );
                     continue;
                 }
                 match self.greet(&stream) {
@@ -197,10 +220,18 @@ fn send(stream: &UnixStream, value: i64, fd: Option<BorrowedFd<'_>>) -> Result<(
     let iov = [IoSlice::new(&bytes)];
     let raw = fd.map(|fd| [fd.as_raw_fd()]);
     let cmsgs: Vec<ControlMessage<'_>> = raw.iter().map(|r| ControlMessage::ScmRights(r)).collect();
-    let sent = sendmsg::<UnixAddr>(stream.as_raw_fd(), &iov, &cmsgs, MsgFlags::MSG_NOSIGNAL, None)
-        .map_err(sys("sending an ivshmem message"))?;
+    let sent = sendmsg::<UnixAddr>(
+        stream.as_raw_fd(),
+        &iov,
+        &cmsgs,
+        MsgFlags::MSG_NOSIGNAL,
+        None,
+    )
+    .map_err(sys("sending an ivshmem message"))?;
     if sent != bytes.len() {
-        return Err(IvshmemError::Protocol(format!("short send: {sent} of 8 bytes")));
+        return Err(IvshmemError::Protocol(format!(
+            "short send: {sent} of 8 bytes"
+        )));
     }
     Ok(())
 }
