@@ -1,7 +1,9 @@
 //! The `qf` subcommands this crate owns: each has its clap `Args` and a `run()` here, so the `qf`
 //! binary only dispatches.
 
+pub mod evaluate;
 pub mod replay;
+pub mod report;
 
 use crate::contract::ContractConfig;
 
