@@ -2,8 +2,10 @@
 //! binary only dispatches.
 
 pub mod evaluate;
+pub mod profile;
 pub mod replay;
 pub mod report;
+pub mod run;
 
 use crate::contract::ContractConfig;
 
