@@ -1,18 +1,14 @@
 //! Decision cost (the paper's RQ5): wall time and heap allocations of one controller decision.
 //!
-//! A decision is the `observe` call that closes a window: Eq. 3 for the window, Eq. 7, and a full
-//! admission (Eqs. 2, 5, 6) of every one-task move of a four-node chain. The paper's Python took
+//! A decision is the `observe` call that closes a window (see `qf_agent::decision_cost`). The paper's Python took
 //! 177.2 µs at p95; the goal here is ≤ 1 µs at p95 with zero allocations. Prints the median, p95
 //! and allocations per decision; exits non-zero if any decision allocated.
 //! Run: `cargo bench -p qf-agent --bench decision_cost`.
 
-use qf_agent::contract::ContractConfig;
-use qf_agent::controller::{Controller, Decision};
-use qf_agent::model::{DomainEvidence, DomainId, Effect, TaskModel};
+use qf_agent::decision_cost::Rig;
 use qf_agent::stats::percentile_sorted;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 /// Counts every allocation the process makes.
 struct CountingAllocator;
@@ -41,62 +37,14 @@ unsafe impl GlobalAlloc for CountingAllocator {
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
 
-fn four_node_chain() -> Vec<TaskModel> {
-    (0..4)
-        .map(|i| TaskModel {
-            name: format!("fir{i}"),
-            effect: Effect::Pure,
-            allowed: [true, true],
-            rate_hz: 10.0,
-            evidence: [
-                DomainEvidence {
-                    samples: 2000,
-                    q95_us: 450.0,
-                },
-                DomainEvidence {
-                    samples: 2000,
-                    q95_us: 23_070.0,
-                },
-            ],
-        })
-        .collect()
-}
-
 fn main() {
     let decisions_wanted = 20_000;
-    // k = 1: every window violates and runs a full admission. The MCU's predicted cost is higher
-    // than the observed p95, so every candidate is rejected and the controller stays in Stable.
-    let config = ContractConfig {
-        hysteresis: 1,
-        ..ContractConfig::default()
-    };
-    let mut controller = Controller::new(
-        config,
-        four_node_chain(),
-        vec![DomainId::Linux; 4],
-        96_000.0,
-    )
-    .expect("valid model");
-    let mut rejected = 0usize;
-    let mut sink = |_: &Decision| rejected += 1;
+    let mut rig = Rig::new();
     let mut times_ns = Vec::with_capacity(decisions_wanted);
     let allocations_before = ALLOCATIONS.load(Ordering::Relaxed);
-    for i in 0..decisions_wanted {
-        // 19 ordinary observations (one over the deadline so the window violates)...
-        for j in 0..config.window - 1 {
-            let latency = if j == 0 {
-                120_000.0
-            } else {
-                1_800.0 + (i % 7) as f64
-            };
-            controller.observe(latency, true, &mut sink);
-        }
-        // ...then the one that closes the window and decides.
-        let start = Instant::now();
-        controller.observe(1_900.0, true, &mut sink);
-        times_ns.push(start.elapsed().as_nanos() as f64);
-    }
+    rig.run(&mut times_ns);
     let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations_before;
+    let rejected = rig.rejections;
     times_ns.sort_unstable_by(f64::total_cmp);
     let median = percentile_sorted(&times_ns, 0.5).unwrap_or(f64::NAN);
     let p95 = percentile_sorted(&times_ns, 0.95).unwrap_or(f64::NAN);
@@ -114,7 +62,6 @@ fn main() {
         "decision_cost: p95 ratio paper/qfabric = {:.0}x",
         177_200.0 / p95
     );
-    // `times_ns` was preallocated, so pushes do not allocate; any count here is the controller's.
     if allocations != 0 {
         eprintln!("decision_cost: FAIL: the decision path allocated");
         std::process::exit(1);

@@ -1,7 +1,11 @@
 //! The `qf` subcommands this crate owns: each has its clap `Args` and a `run()` here, so the `qf`
 //! binary only dispatches.
 
+pub mod evaluate;
+pub mod profile;
 pub mod replay;
+pub mod report;
+pub mod run;
 
 use crate::contract::ContractConfig;
 
