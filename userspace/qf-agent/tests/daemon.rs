@@ -120,6 +120,12 @@ fn a_live_chain_switches_rolls_back_reports_status_and_drains_on_sigterm() {
 fn the_shipped_example_configuration_parses() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("systemd/qfabricd.toml");
     let config = qf_agent::daemon::DaemonConfig::load(&path).unwrap();
-    assert_eq!(config.contract, qf_agent::contract::ContractConfig::default());
-    assert_eq!(config.socket, std::path::Path::new("/run/qfabric/qfabricd.sock"));
+    assert_eq!(
+        config.contract,
+        qf_agent::contract::ContractConfig::default()
+    );
+    assert_eq!(
+        config.socket,
+        std::path::Path::new("/run/qfabric/qfabricd.sock")
+    );
 }
