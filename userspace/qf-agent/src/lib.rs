@@ -10,6 +10,7 @@ pub mod chain;
 pub mod cli;
 pub mod contract;
 pub mod controller;
+pub mod daemon;
 pub mod decision_cost;
 pub mod domain;
 pub mod evaluate;

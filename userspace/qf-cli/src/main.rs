@@ -32,6 +32,8 @@ enum Command {
     Evaluate(qf_agent::cli::evaluate::EvaluateArgs),
     /// Regenerate every table and plot of a campaign directory from its raw records.
     Report(qf_agent::cli::report::ReportArgs),
+    /// Ask a running qfabricd for placements, window miss rates, controller state and decisions.
+    Status(qf_agent::cli::status::StatusArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => args.run(),
         Command::Evaluate(args) => args.run(),
         Command::Report(args) => args.run(),
+        Command::Status(args) => args.run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,7 @@ pub mod profile;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod status;
 
 use crate::contract::ContractConfig;
 
