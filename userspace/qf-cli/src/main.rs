@@ -34,6 +34,8 @@ enum Command {
     Report(qf_agent::cli::report::ReportArgs),
     /// Ask a running qfabricd for placements, window miss rates, controller state and decisions.
     Status(qf_agent::cli::status::StatusArgs),
+    /// Wire ABI v1 tools: decode/encode frames, check declarations, generate Rust and C.
+    Abi(qf_decl::cli::AbiArgs),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Evaluate(args) => args.run(),
         Command::Report(args) => args.run(),
         Command::Status(args) => args.run(),
+        Command::Abi(args) => qf_decl::cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
