@@ -86,6 +86,23 @@ pub enum Report {
     BudgetOverrun(Notice),
 }
 
+/// One job as the simulation saw it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct JobRecord {
+    /// Task index.
+    pub task: usize,
+    /// Arrival (a CBS job's nominal arrival, else its release), ns.
+    pub arrival_ns: u64,
+    /// Release of its cycle, scheduler ticks.
+    pub release_ticks: u64,
+    /// Absolute deadline when the cycle started (what the miss check watches), ticks.
+    pub deadline_ticks: u64,
+    /// Completion, ns (`None`: still running at the horizon).
+    pub completion_ns: Option<u64>,
+    /// Completion as the scheduler's clock read it, ticks.
+    pub completion_ticks: Option<u64>,
+}
+
 /// Everything a simulation produced.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
@@ -95,6 +112,8 @@ pub struct Outcome {
     pub events: Vec<TraceEvent>,
     /// Callback reports (empty with `discard_trace`).
     pub reports: Vec<Report>,
+    /// Every job released before the horizon (empty with `discard_trace`).
+    pub jobs: Vec<JobRecord>,
     /// Per task, in task-set order.
     pub stats: Vec<TaskStats>,
     /// Simulator events processed (completions, timer expiries, context switches).
@@ -141,6 +160,8 @@ struct KThread {
     /// Arrival of the current job, ns, and whether it counts (released before the horizon).
     arrival_ns: u64,
     counted: bool,
+    /// Index of the current job's record in `Outcome::jobs`.
+    record: Option<usize>,
 }
 
 /// The simulated kernel: what qf-sched's `Kernel` trait acts on.
@@ -316,17 +337,29 @@ impl<'a> Simulation<'a> {
     /// `arrival_ns` (a CBS job's nominal arrival) or else from the cycle's release.
     fn begin_job(&mut self, i: usize, arrival_ns: Option<u64>, work_ns: u64) {
         let now = self.kernel.now_ns;
-        let release_ns = self
-            .sched
-            .thread(ThreadId(i as u16))
-            .map_or(now, |b| self.kernel.clock.ns_of_tick(b.release()));
+        let (release, deadline) = self.sched.thread(ThreadId(i as u16)).map_or((0, 0), |b| {
+            (b.release(), b.miss_check_at().unwrap_or(b.deadline()))
+        });
+        let release_ns = self.kernel.clock.ns_of_tick(release).max(now);
         let counted = release_ns < self.set.horizon_ns;
         let thread = &mut self.kernel.threads[i];
         thread.remaining_ns = work_ns;
         thread.arrival_ns = arrival_ns.map_or(release_ns, |a| a.min(release_ns));
         thread.counted = counted;
+        thread.record = None;
         if counted {
             self.out.stats[i].jobs += 1;
+            if !self.options.discard_trace {
+                thread.record = Some(self.out.jobs.len());
+                self.out.jobs.push(JobRecord {
+                    task: i,
+                    arrival_ns: thread.arrival_ns,
+                    release_ticks: release,
+                    deadline_ticks: deadline,
+                    completion_ns: None,
+                    completion_ticks: None,
+                });
+            }
         }
         if !self.kernel.threads[i].blocked {
             self.make_ready(i);
@@ -396,6 +429,10 @@ impl<'a> Simulation<'a> {
     fn complete(&mut self, i: usize) {
         let now = self.kernel.now_ns;
         let thread = &self.kernel.threads[i];
+        if let Some(record) = thread.record.and_then(|r| self.out.jobs.get_mut(r)) {
+            record.completion_ns = Some(now);
+            record.completion_ticks = Some(self.kernel.clock.ticks_at(now));
+        }
         if thread.counted {
             let stats = &mut self.out.stats[i];
             stats.completed += 1;

@@ -31,6 +31,9 @@ pub use de::WireDeserializer;
 pub use ser::WireSerializer;
 pub use size::WireSize;
 
+use core::marker::PhantomData;
+
+use serde::de::DeserializeSeed;
 use serde::{Deserialize, Serialize};
 
 use crate::{AbiError, Problem, Status, MAX_PAYLOAD_LEN};
@@ -78,6 +81,15 @@ pub fn encoded_len<T: Serialize + ?Sized>(value: &T) -> Result<usize, AbiError> 
 /// for truncation, trailing bytes, bool bytes other than 00/01, non-finite floats and shapes
 /// without a fixed-size encoding. Offsets in the error are relative to `bytes`.
 pub fn decode_payload<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, AbiError> {
+    decode_payload_seed(PhantomData::<T>, bytes)
+}
+
+/// [`decode_payload`] driven by a serde `DeserializeSeed`, for callers whose payload type is
+/// only known at run time (the `qf abi` CLI walks a parsed declaration file with one).
+pub fn decode_payload_seed<'de, S: DeserializeSeed<'de>>(
+    seed: S,
+    bytes: &'de [u8],
+) -> Result<S::Value, AbiError> {
     if bytes.len() > MAX_PAYLOAD_LEN {
         return Err(AbiError::new(
             Status::Oversized,
@@ -90,7 +102,7 @@ pub fn decode_payload<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, A
         ));
     }
     let mut deserializer = WireDeserializer::new(bytes);
-    let value = match T::deserialize(&mut deserializer) {
+    let value = match seed.deserialize(&mut deserializer) {
         Ok(value) => value,
         Err(error) => return Err(deserializer.locate(error)),
     };
