@@ -4,7 +4,7 @@
 //! Host numbers: no QEMU, no guest kernel. `cargo bench -p qf-mcu-emu` (env QF_BENCH_CALLS).
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod common;
 
 use std::os::unix::net::UnixStream;
