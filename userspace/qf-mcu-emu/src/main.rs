@@ -60,7 +60,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Ctl {
     /// Send one command to a running emulator's control socket and print the reply:
-    /// latency-us N | drop-every N | silent on|off | crash | restart | status.
+    /// latency-us N | drop-every N | silent on|off | crash | hang | restart | status.
     Ctl {
         #[arg(long, value_name = "PATH")]
         control_socket: PathBuf,

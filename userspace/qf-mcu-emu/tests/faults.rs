@@ -132,3 +132,41 @@ fn a_restart_publishes_generation_2_and_serves_again_only_after_linux_reattaches
         qf_abi::Status::Ok
     );
 }
+
+#[test]
+fn a_hang_stops_heartbeat_and_service_but_leaves_state_and_generation_for_the_watchdog() {
+    let (rig, mut linux) = attached("hang", Faults::default());
+    linux
+        .client
+        .take_interrupt(qf_mcu_emu::ivshmem::VECTOR_STATE);
+    rig.control.send(Command::Hang);
+    wait_until("the MCU is hung", || rig.mcu.is_crashed());
+    let beat = linux.control(control::HEARTBEAT);
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(
+        linux.control(control::HEARTBEAT) <= beat + 1,
+        "heartbeat stopped"
+    );
+    assert_eq!(linux.control(control::MCU_STATE), McuState::Running as u32);
+    assert_eq!(linux.control(control::GENERATION), 1);
+    assert!(
+        !linux
+            .client
+            .take_interrupt(qf_mcu_emu::ivshmem::VECTOR_STATE),
+        "no state interrupt"
+    );
+    linux.send(LINUX_EPT, CHANNEL_ADDR, &request(1));
+    assert!(linux.recv(QUIET).is_none(), "a hung MCU answers nothing");
+    // restart recovers as from a crash
+    rig.control.send(Command::Restart);
+    wait_until("generation 2", || linux.control(control::GENERATION) == 2);
+    let beat = linux.control(control::HEARTBEAT);
+    wait_until("the heartbeat resumes", || {
+        linux.control(control::HEARTBEAT) > beat + 3
+    });
+    linux.detach();
+    linux.attach();
+    assert!(linux.recv(T).is_some(), "announcement after re-attach");
+    linux.send(LINUX_EPT, CHANNEL_ADDR, &request(2));
+    assert!(linux.recv(T).is_some());
+}
