@@ -212,7 +212,7 @@ impl ReplayInputs {
                     }
                     Policy::McuFirst
                         if allowed[DomainId::Mcu.index()]
-                            && task.effect.is_migration_eligible() =>
+                            && task.effect.may_migrate_automatically() =>
                     {
                         DomainId::Mcu
                     }
