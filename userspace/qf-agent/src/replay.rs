@@ -271,6 +271,21 @@ impl DecisionRecord {
     }
 }
 
+impl DecisionRecord {
+    /// One aligned line for terminal output.
+    pub fn line(&self) -> String {
+        format!(
+            "window {:>5}: {:<8} {:<30} {} {} -> {}",
+            self.window,
+            self.action.as_str(),
+            self.reason.as_str(),
+            self.task,
+            self.from,
+            self.to
+        )
+    }
+}
+
 /// Outcome of one replay (the `--json` object).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplayResult {

@@ -1,6 +1,6 @@
 //! `qf profile`: per task × domain × load × caller, raw observations and traces.
 
-use crate::domain::default_executor_path;
+use crate::domain::executor_path;
 use crate::load::Load;
 use crate::model::DomainId;
 use crate::profile::{print_summaries, ProfileSpec};
@@ -69,10 +69,7 @@ impl ProfileArgs {
             warmup: self.warmup,
             samples: self.samples,
             min_samples: self.min_samples,
-            executor: match &self.executor {
-                Some(path) => path.clone(),
-                None => default_executor_path()?,
-            },
+            executor: executor_path(self.executor.as_deref())?,
             mcu_socket: self.mcu_socket.clone(),
             out: self.out.clone(),
             seed: self.seed,

@@ -73,15 +73,7 @@ pub fn summary(result: &ReplayResult) -> String {
         if result.open_at_end { ", probation open at end" } else { "" },
     );
     for decision in &result.decisions {
-        text.push_str(&format!(
-            "  window {:>4}: {:<8} {:<30} {} {} -> {}\n",
-            decision.window,
-            decision.action.as_str(),
-            decision.reason.as_str(),
-            decision.task,
-            decision.from,
-            decision.to
-        ));
+        text.push_str(&format!("  {}\n", decision.line()));
     }
     text
 }
