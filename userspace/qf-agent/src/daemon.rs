@@ -217,11 +217,12 @@ impl Daemon {
                     .with_context(|| format!("chain task `{}`", t.name))
             })
             .collect::<Result<Vec<_>>>()?;
-        let profile = config
-            .profile
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/nonexistent"));
-        let inputs = ReplayInputs::load(chain.clone(), &profile, None, config.profile.as_deref())?;
+        let inputs = ReplayInputs::load(
+            chain.clone(),
+            config.profile.as_deref(),
+            None,
+            config.profile.as_deref(),
+        )?;
         let tasks = inputs.task_models();
         let controller = Controller::new(
             config.contract,

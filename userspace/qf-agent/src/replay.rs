@@ -90,12 +90,13 @@ pub struct ReplayInputs {
 }
 
 impl ReplayInputs {
-    /// Loads `TASK.DOMAIN.csv` for every task and allowed domain from `traces`; profiles from
+    /// Loads `TASK.DOMAIN.csv` for every task and allowed domain from `traces` (none: no
+    /// traces, as for a live daemon without a profile); profiles from
     /// `profile` (default: the traces themselves); deadlines from the chain or, by Eq. 4, from the
     /// idle traces in `idle`.
     pub fn load(
         chain: Chain,
-        traces: &Path,
+        traces: Option<&Path>,
         profile: Option<&Path>,
         idle: Option<&Path>,
     ) -> Result<Self> {
@@ -115,7 +116,10 @@ impl ReplayInputs {
             }
             Ok(set)
         };
-        let replay_traces = load_set(traces)?;
+        let replay_traces = match traces {
+            Some(dir) => load_set(dir)?,
+            None => vec![[None, None]; chain.task.len()],
+        };
         let profile_traces = match profile {
             Some(dir) => Some(load_set(dir)?),
             None => None,
