@@ -112,7 +112,9 @@ impl<const N: usize> EventRing<N> {
             return;
         }
         let tail = (self.head + self.len) % N;
-        self.slots[tail] = event;
+        if let Some(slot) = self.slots.get_mut(tail) {
+            *slot = event;
+        }
         if self.len == N {
             self.head = (self.head + 1) % N;
             self.lost = self.lost.saturating_add(1);
@@ -127,7 +129,7 @@ impl<const N: usize> EventRing<N> {
         if self.len == 0 {
             return None;
         }
-        let event = self.slots[self.head];
+        let event = *self.slots.get(self.head)?;
         self.head = (self.head + 1) % N;
         self.len -= 1;
         Some(event)
@@ -150,7 +152,7 @@ impl<const N: usize> EventRing<N> {
 
     /// Iterates over the waiting events, oldest first, without removing them.
     pub fn iter(&self) -> impl Iterator<Item = &Event> + '_ {
-        (0..self.len).map(move |i| &self.slots[(self.head + i) % N])
+        (0..self.len).filter_map(move |i| self.slots.get((self.head + i) % N))
     }
 
     /// Removes every waiting event, oldest first.
