@@ -63,7 +63,7 @@ impl Table {
 }
 
 fn ms(us: f64) -> String {
-    format!("{:.2}", us / 1000.0)
+    format!("{:.3}", us / 1000.0)
 }
 
 /// SHA-256 of a file, hex.

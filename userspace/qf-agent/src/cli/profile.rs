@@ -25,7 +25,7 @@ pub struct ProfileArgs {
     /// Domains, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "linux")]
     pub domains: Vec<DomainId>,
-    /// Loads, comma-separated: idle, cpu[:N] (N SCHED_OTHER spinners, default 8), rt[:M]
+    /// Loads, comma-separated: idle, `cpu[:N]` (N SCHED_OTHER spinners, default 8), `rt[:M]`
     /// (M SCHED_FIFO 80 workers at 50% duty in 10 ms slices, default 4).
     #[arg(long, value_delimiter = ',', default_value = "idle", value_parser = Load::parse)]
     pub loads: Vec<Load>,
