@@ -158,10 +158,7 @@ impl Board {
             std::thread::Builder::new()
                 .name("heartbeat".into())
                 .spawn(move || heartbeat_loop(&shm, &beating, &alive))
-                .map_err(|e| BoardError::Sys {
-                    what: "spawning the heartbeat",
-                    source: nix::Error::from_raw(e.raw_os_error().unwrap_or(0)),
-                })?
+                .map_err(BoardError::Spawn)?
         };
         let result = self.serve(stop);
         beating.store(false, Ordering::SeqCst);
