@@ -47,6 +47,8 @@ pub enum BoardError {
         what: &'static str,
         source: nix::Error,
     },
+    #[error("board: spawning the heartbeat thread: {0}")]
+    Spawn(#[source] std::io::Error),
 }
 
 /// Hands commands to a running board from other threads.
