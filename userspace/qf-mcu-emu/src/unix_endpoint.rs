@@ -102,7 +102,13 @@ impl Drop for UnixEndpoint {
     }
 }
 
-fn serve_client(mut stream: UnixStream, mcu: &Mcu) {
+fn serve_client(stream: UnixStream, mcu: &Mcu) {
+    serve_requests(&stream, mcu);
+    // The accept loop keeps a clone of this stream: shut it down so the client sees the end.
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+fn serve_requests(mut stream: &UnixStream, mcu: &Mcu) {
     let mut request = [0u8; MAX_MESSAGE_LEN];
     let mut reply = [0u8; MAX_FRAME_LEN];
     loop {
