@@ -1,7 +1,8 @@
 //! C generation: one self-contained header for Zephyr (or any C99) applications with the
 //! declared types as C structs, the task ids and effects, and `static inline` big-endian
 //! encoders/decoders that follow the same ABI v1 rules as the Rust codec (finite floats only,
-//! bool bytes 00/01, exact lengths). No allocation, no libc beyond `memcpy`.
+//! bool bytes 00/01, exact lengths). No allocation and no libc: only the freestanding headers
+//! `<stdbool.h>`, `<stddef.h>`, `<stdint.h>`, so it compiles for a bare Cortex-M as it is.
 
 use std::fmt::Write as _;
 
@@ -25,7 +26,7 @@ pub fn generate(schema: &Schema, origin: &str, guard: &str) -> String {
     let _ = writeln!(out, "#ifndef {guard}\n#define {guard}\n");
     let _ = writeln!(
         out,
-        "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n"
+        "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
     );
     let _ = writeln!(
         out,
@@ -271,15 +272,18 @@ static inline uint8_t *qf_put_i16(uint8_t *p, int16_t v) { return qf_put_u16(p, 
 static inline uint8_t *qf_put_i32(uint8_t *p, int32_t v) { return qf_put_u32(p, (uint32_t)v); }
 static inline uint8_t *qf_put_i64(uint8_t *p, int64_t v) { return qf_put_u64(p, (uint64_t)v); }
 static inline uint8_t *qf_put_bool(uint8_t *p, bool v) { return qf_put_u8(p, v ? 1u : 0u); }
+/* Float bits through a union: defined in C99 (TC3) and needs no libc memcpy. */
+union qf_f32_bits { float value; uint32_t bits; };
+union qf_f64_bits { double value; uint64_t bits; };
 static inline uint8_t *qf_put_f32(uint8_t *p, float v) {
-    uint32_t bits; memcpy(&bits, &v, sizeof bits);
-    if ((bits & 0x7f800000u) == 0x7f800000u) return NULL; /* NaN or infinity */
-    return qf_put_u32(p, bits);
+    union qf_f32_bits pun; pun.value = v;
+    if ((pun.bits & 0x7f800000u) == 0x7f800000u) return NULL; /* NaN or infinity */
+    return qf_put_u32(p, pun.bits);
 }
 static inline uint8_t *qf_put_f64(uint8_t *p, double v) {
-    uint64_t bits; memcpy(&bits, &v, sizeof bits);
-    if ((bits & 0x7ff0000000000000u) == 0x7ff0000000000000u) return NULL; /* NaN or infinity */
-    return qf_put_u64(p, bits);
+    union qf_f64_bits pun; pun.value = v;
+    if ((pun.bits & 0x7ff0000000000000u) == 0x7ff0000000000000u) return NULL; /* NaN or infinity */
+    return qf_put_u64(p, pun.bits);
 }
 
 static inline const uint8_t *qf_get_u8(const uint8_t *p, uint8_t *v) { *v = p[0]; return p + 1; }
@@ -311,14 +315,14 @@ static inline const uint8_t *qf_get_bool(const uint8_t *p, bool *v) {
     *v = p[0] == 1u; return p + 1;
 }
 static inline const uint8_t *qf_get_f32(const uint8_t *p, float *v) {
-    uint32_t bits; p = qf_get_u32(p, &bits);
-    if ((bits & 0x7f800000u) == 0x7f800000u) return NULL;
-    memcpy(v, &bits, sizeof bits); return p;
+    union qf_f32_bits pun; p = qf_get_u32(p, &pun.bits);
+    if ((pun.bits & 0x7f800000u) == 0x7f800000u) return NULL;
+    *v = pun.value; return p;
 }
 static inline const uint8_t *qf_get_f64(const uint8_t *p, double *v) {
-    uint64_t bits; p = qf_get_u64(p, &bits);
-    if ((bits & 0x7ff0000000000000u) == 0x7ff0000000000000u) return NULL;
-    memcpy(v, &bits, sizeof bits); return p;
+    union qf_f64_bits pun; p = qf_get_u64(p, &pun.bits);
+    if ((pun.bits & 0x7ff0000000000000u) == 0x7ff0000000000000u) return NULL;
+    *v = pun.value; return p;
 }
 
 "#;

@@ -7,6 +7,7 @@ use std::process::Command;
 const PROGRAM: &str = r#"
 #include "qtasks.h"
 #include <stdio.h>
+#include <string.h>
 
 static size_t unhex(const char *text, uint8_t *out) {
     size_t n = 0;

@@ -2,6 +2,7 @@
 //! device, Unix-socket endpoint for the agent), or sends a command to a running one (`ctl`).
 //! Logs go to stderr; SIGTERM/SIGINT end it cleanly.
 
+use std::io::Write;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -59,7 +60,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Ctl {
     /// Send one command to a running emulator's control socket and print the reply:
-    /// latency-us N | drop-every N | silent on|off | crash | restart | status.
+    /// latency-us N | drop-every N | silent on|off | crash | hang | restart | status.
     Ctl {
         #[arg(long, value_name = "PATH")]
         control_socket: PathBuf,
@@ -93,11 +94,9 @@ impl log::Log for StderrLogger {
     }
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
-            eprintln!(
-                "qf-mcu-emu: {}: {}",
-                record.level().as_str().to_lowercase(),
-                record.args()
-            );
+            // A closed stderr (the harness went away) must not take the emulator down.
+            let level = record.level().as_str().to_lowercase();
+            let _ = writeln!(std::io::stderr(), "qf-mcu-emu: {level}: {}", record.args());
         }
     }
     fn flush(&self) {}
@@ -113,7 +112,7 @@ fn main() {
     let logger: &'static StderrLogger = Box::leak(Box::new(StderrLogger(level)));
     let _ = log::set_logger(logger).map(|()| log::set_max_level(level));
     if let Err(e) = run(cli) {
-        eprintln!("qf-mcu-emu: error: {e:#}");
+        let _ = writeln!(std::io::stderr(), "qf-mcu-emu: error: {e:#}");
         std::process::exit(1);
     }
 }
@@ -192,6 +191,9 @@ fn run(cli: Cli) -> Result<()> {
 
     let stop_fd = stop.as_fd();
     std::thread::scope(|scope| -> Result<()> {
+        // However this closure ends (signal, worker error, panic), the workers are told to stop,
+        // so the scope's implicit joins cannot hang.
+        let _stop_guard = StopOnDrop(&stop);
         let mut workers = Vec::new();
         if let Some(server) = &ivshmem {
             workers.push(scope.spawn(move || server.run(stop_fd).context("ivshmem server")));
@@ -232,6 +234,15 @@ fn run(cli: Cli) -> Result<()> {
         }
         result
     })
+}
+
+/// Writes the stop eventfd when dropped.
+struct StopOnDrop<'a>(&'a EventFd);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.write(1);
+    }
 }
 
 fn status_fn(
