@@ -199,10 +199,11 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             let requested = block.requested_bandwidth(rel);
             let others = total.saturating_sub(block.admitted);
             if others.saturating_add(requested) > bound {
+                let ppm = |b: Bandwidth| u32::try_from(b.ppm()).unwrap_or(u32::MAX);
                 return Err(Error::AdmissionRejected {
-                    requested,
-                    others,
-                    bound,
+                    requested_ppm: ppm(requested),
+                    others_ppm: ppm(others),
+                    bound_ppm: ppm(bound),
                 });
             }
             block.admitted = requested;
