@@ -5,7 +5,6 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,21 +25,7 @@ pub struct UnixEndpoint {
 impl UnixEndpoint {
     /// Binds `path` (replacing a stale socket file, never any other file).
     pub fn bind(path: &Path) -> io::Result<UnixEndpoint> {
-        if let Ok(meta) = std::fs::symlink_metadata(path) {
-            if !meta.file_type().is_socket() {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "{} exists and is not a socket; refusing to replace it",
-                        path.display()
-                    ),
-                ));
-            }
-            std::fs::remove_file(path)?;
-        }
-        let listener = UnixListener::bind(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("unix socket {}: {e}", path.display()))
-        })?;
+        let listener = crate::listen::bind(path, "unix socket")?;
         Ok(UnixEndpoint {
             listener,
             path: path.to_path_buf(),
