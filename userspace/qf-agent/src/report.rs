@@ -268,7 +268,10 @@ fn decomposition_table(profile_root: &Path, inputs: &mut Vec<PathBuf>) -> Result
         let row = row.with_context(|| format!("{} line {}", path.display(), index + 2))?;
         let entry = groups.entry((row.task, row.domain)).or_default();
         entry.0.push(row.latency_us);
-        entry.1.push(row.compute_us);
+        // Endpoints that do not report compute (no trailer) leave it NaN: not a measurement.
+        if row.compute_us.is_finite() {
+            entry.1.push(row.compute_us);
+        }
     }
     let mut table = Table::new(
         "Idle per-call decomposition (Eq. 1): residual = median latency − median compute",
@@ -283,14 +286,15 @@ fn decomposition_table(profile_root: &Path, inputs: &mut Vec<PathBuf>) -> Result
     );
     for ((task, domain), (latency, compute)) in groups {
         let latency_p50 = percentile(&latency, 0.5).unwrap_or(f64::NAN);
-        let compute_p50 = percentile(&compute, 0.5).unwrap_or(f64::NAN);
+        let compute_p50 = percentile(&compute, 0.5);
+        let shown = |value: Option<f64>| value.map_or("n/a".to_string(), |v| format!("{v:.2}"));
         table.rows.push(vec![
             task,
             domain.to_string(),
             latency.len().to_string(),
             format!("{latency_p50:.2}"),
-            format!("{compute_p50:.2}"),
-            format!("{:.2}", latency_p50 - compute_p50),
+            shown(compute_p50),
+            shown(compute_p50.map(|c| latency_p50 - c)),
         ]);
     }
     Ok(Some(table))

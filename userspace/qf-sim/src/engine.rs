@@ -419,13 +419,13 @@ impl<'a> Simulation<'a> {
     /// reschedules.
     fn start(&mut self, i: usize) {
         let id = ThreadId(i as u16);
+        let _ = self.sched.attach(id);
         if self.running != Some(i) {
             if let Some(r) = self.running {
                 let _ = self
                     .sched
                     .switched_out(&mut self.kernel, ThreadId(r as u16));
             }
-            let _ = self.sched.attach(id);
             let _ = self.sched.switched_in(&mut self.kernel, id);
             self.running = Some(i);
             self.out.sim_events += 1;
