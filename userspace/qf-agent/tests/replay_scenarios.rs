@@ -41,7 +41,7 @@ fn pure_chain() -> Chain {
 }
 
 fn run(dir: &Path, chain: Chain, hysteresis: usize) -> ReplayResult {
-    let inputs = ReplayInputs::load(chain, dir, None, None).unwrap();
+    let inputs = ReplayInputs::load(chain, Some(dir), None, None).unwrap();
     let config = ContractConfig {
         hysteresis,
         ..ContractConfig::default()
@@ -272,7 +272,7 @@ fn rejection_destination_admission_failure() {
     // The task has no MCU implementation; its MCU profile alone does not make it admissible.
     let inputs = ReplayInputs::load(
         chain("pure", "[\"linux\"]", 10.0),
-        dir.path(),
+        Some(dir.path()),
         Some(dir.path()),
         None,
     )
@@ -350,7 +350,7 @@ fn baselines_place_as_table_iii_says() {
         isolated_linux_stalls,
     );
     write_trace(dir.path(), "fir", DomainId::Mcu, ROWS, clean_mcu);
-    let inputs = ReplayInputs::load(pure_chain(), dir.path(), None, None).unwrap();
+    let inputs = ReplayInputs::load(pure_chain(), Some(dir.path()), None, None).unwrap();
     let config = ContractConfig::default();
     let by = |policy| replay(&inputs, policy, config, 500).unwrap();
     assert_eq!(
@@ -374,7 +374,7 @@ fn replay_reports_a_trace_that_runs_out_by_name() {
     let dir = tempfile::tempdir().unwrap();
     write_trace(dir.path(), "fir", DomainId::Linux, 300, |_| (100.0, true));
     write_trace(dir.path(), "fir", DomainId::Mcu, 300, clean_mcu);
-    let inputs = ReplayInputs::load(pure_chain(), dir.path(), None, None).unwrap();
+    let inputs = ReplayInputs::load(pure_chain(), Some(dir.path()), None, None).unwrap();
     let err = replay(&inputs, Policy::Manual, ContractConfig::default(), 500).unwrap_err();
     assert!(
         format!("{err:#}").contains("fir.linux.csv has 300 samples"),
