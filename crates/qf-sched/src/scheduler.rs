@@ -40,8 +40,19 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     }
 
     fn slot(&mut self, id: ThreadId) -> Result<&mut ControlBlock, Error> {
-        match self.threads.get_mut(id.index()) {
-            Some(block) if block.attached => Ok(block),
+        self.slot_and_trace(id).map(|(block, _)| block)
+    }
+
+    /// The attached control block of `id` together with the trace, borrowed apart.
+    fn slot_and_trace(
+        &mut self,
+        id: ThreadId,
+    ) -> Result<(&mut ControlBlock, &mut EventRing<EVENTS>), Error> {
+        let Self {
+            threads, events, ..
+        } = self;
+        match threads.get_mut(id.index()) {
+            Some(block) if block.attached => Ok((block, events)),
             _ => Err(Error::UnknownThread),
         }
     }
@@ -199,10 +210,11 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             let requested = block.requested_bandwidth(rel);
             let others = total.saturating_sub(block.admitted);
             if others.saturating_add(requested) > bound {
+                let ppm = |b: Bandwidth| u32::try_from(b.ppm()).unwrap_or(u32::MAX);
                 return Err(Error::AdmissionRejected {
-                    requested,
-                    others,
-                    bound,
+                    requested_ppm: ppm(requested),
+                    others_ppm: ppm(others),
+                    bound_ppm: ppm(bound),
                 });
             }
             block.admitted = requested;
@@ -257,13 +269,7 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// periodic, or exits): charges the CBS budget, drops the deadline-miss check.
     pub fn cycle_end<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let now = kernel.now();
-        let Self {
-            threads, events, ..
-        } = self;
-        let block = match threads.get_mut(id.index()) {
-            Some(block) if block.attached => block,
-            _ => return Err(Error::UnknownThread),
-        };
+        let (block, events) = self.slot_and_trace(id)?;
         block.end_cycle(events, id, now);
         block.rearm(kernel, id);
         Ok(())
@@ -275,16 +281,9 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     #[inline]
     pub fn switched_in<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let now = kernel.now();
-        let Self {
-            threads, events, ..
-        } = self;
-        match threads.get_mut(id.index()) {
-            Some(block) if block.attached => {
-                block.switched_in(kernel, events, id, now);
-                Ok(())
-            }
-            _ => Err(Error::UnknownThread),
-        }
+        let (block, events) = self.slot_and_trace(id)?;
+        block.switched_in(kernel, events, id, now);
+        Ok(())
     }
 
     /// Context-switch hook for the outgoing thread (`z_cbs_switched_out`): stops its budget
@@ -292,16 +291,9 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     #[inline]
     pub fn switched_out<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let now = kernel.now();
-        let Self {
-            threads, events, ..
-        } = self;
-        match threads.get_mut(id.index()) {
-            Some(block) if block.attached => {
-                block.switched_out(kernel, events, id, now);
-                Ok(())
-            }
-            _ => Err(Error::UnknownThread),
-        }
+        let (block, events) = self.slot_and_trace(id)?;
+        block.switched_out(kernel, events, id, now);
+        Ok(())
     }
 
     /// Timer-expiry entry point: the adapter calls it when thread `id`'s one-shot timer fires.
@@ -310,15 +302,8 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// re-arms the timer. A stale or early expiry is harmless.
     pub fn timer_expired<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let now = kernel.now();
-        let Self {
-            threads, events, ..
-        } = self;
-        match threads.get_mut(id.index()) {
-            Some(block) if block.attached => {
-                block.timer_expired(kernel, events, id, now);
-                Ok(())
-            }
-            _ => Err(Error::UnknownThread),
-        }
+        let (block, events) = self.slot_and_trace(id)?;
+        block.timer_expired(kernel, events, id, now);
+        Ok(())
     }
 }

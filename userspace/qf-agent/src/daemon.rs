@@ -28,7 +28,7 @@
 use crate::chain::Chain;
 use crate::contract::ContractConfig;
 use crate::controller::{Controller, Decision, Phase};
-use crate::domain::{default_executor_path, Domain, LinuxExecutor, McuSocket};
+use crate::domain::{executor_path, Domain, LinuxExecutor, McuSocket};
 use crate::journal::{new_run_id, Journal};
 use crate::model::DomainId;
 use crate::replay::{DecisionRecord, ReplayInputs};
@@ -217,11 +217,12 @@ impl Daemon {
                     .with_context(|| format!("chain task `{}`", t.name))
             })
             .collect::<Result<Vec<_>>>()?;
-        let profile = config
-            .profile
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/nonexistent"));
-        let inputs = ReplayInputs::load(chain.clone(), &profile, None, config.profile.as_deref())?;
+        let inputs = ReplayInputs::load(
+            chain.clone(),
+            config.profile.as_deref(),
+            None,
+            config.profile.as_deref(),
+        )?;
         let tasks = inputs.task_models();
         let controller = Controller::new(
             config.contract,
@@ -235,10 +236,7 @@ impl Daemon {
         }
         let mut journal = Journal::open(&config.journal, &run_id)?;
         set_scheduling(0, config.caller.scheduling())?;
-        let program = match &config.executor {
-            Some(path) => path.clone(),
-            None => default_executor_path()?,
-        };
+        let program = executor_path(config.executor.as_deref())?;
         let linux: Box<dyn Domain> =
             Box::new(LinuxExecutor::spawn(&program, config.caller.scheduling())?);
         let mcu: Option<Box<dyn Domain>> = match &config.mcu_socket {

@@ -96,6 +96,14 @@ pub fn default_executor_path() -> Result<PathBuf> {
     )
 }
 
+/// `explicit` if given, else [`default_executor_path`].
+pub fn executor_path(explicit: Option<&Path>) -> Result<PathBuf> {
+    match explicit {
+        Some(path) => Ok(path.to_owned()),
+        None => default_executor_path(),
+    }
+}
+
 impl LinuxExecutor {
     /// Spawns the executor at `program` and applies `scheduling` to it.
     pub fn spawn(program: &Path, scheduling: Scheduling) -> Result<Self> {
@@ -146,6 +154,24 @@ impl Drop for LinuxExecutor {
             let _ = self.child.kill();
         }
     }
+}
+
+/// Opens an endpoint for `domain`: the Linux executor at `executor` under `scheduling`, or the MCU
+/// endpoint at `mcu_socket` (an error naming `--mcu-socket` when there is none).
+pub fn open_domain(
+    domain: DomainId,
+    executor: &Path,
+    mcu_socket: Option<&Path>,
+    scheduling: Scheduling,
+) -> Result<Box<dyn Domain>> {
+    Ok(match domain {
+        DomainId::Linux => Box::new(LinuxExecutor::spawn(executor, scheduling)?),
+        DomainId::Mcu => {
+            let path =
+                mcu_socket.context("the mcu domain needs an MCU endpoint (--mcu-socket PATH)")?;
+            Box::new(McuSocket::connect(path, Duration::from_secs(5))?)
+        }
+    })
 }
 
 /// An MCU endpoint on a Unix stream socket (e.g. `qf-mcu-emu --unix-socket PATH`).

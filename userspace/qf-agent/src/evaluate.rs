@@ -11,7 +11,7 @@
 
 use crate::chain::{Chain, TaskDecl};
 use crate::contract::{deadline_rule_us, ContractConfig};
-use crate::model::{DomainEvidence, DomainId, Effect};
+use crate::model::{DomainEvidence, DomainId, EffectClass};
 use crate::replay::{replay, Policy, ReplayInputs, ReplayResult};
 use crate::synthetic::{CALLERS, LOADS, WORKLOADS};
 use crate::traces::{trace_file_name, Trace};
@@ -70,7 +70,7 @@ fn chain_inputs(
     let task = (0..CHAIN_NODES)
         .map(|node| TaskDecl {
             name: format!("{workload}_n{node}"),
-            effect: Effect::Pure,
+            effect: EffectClass::Pure,
             domains: vec![DomainId::Linux, DomainId::Mcu],
             start: start[node],
             deadline_us: Some(deadline_us),

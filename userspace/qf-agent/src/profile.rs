@@ -6,7 +6,7 @@
 //! Writes `OUT/profile/<load>/<caller>/observations.csv` (raw) and
 //! `OUT/traces/<load>/<caller>/<task>.<domain>.csv` (the replay/trace format).
 
-use crate::domain::{Domain, LinuxExecutor, McuSocket};
+use crate::domain::{open_domain, Domain};
 use crate::load::Load;
 use crate::model::DomainId;
 use crate::rt::{set_scheduling, CallerPolicy, Scheduling};
@@ -68,23 +68,6 @@ pub struct CellSummary {
     pub compute_p50_us: f64,
     /// Eq. 1 at the median: latency p50 − compute p50.
     pub residual_p50_us: f64,
-}
-
-fn open_domain(
-    spec: &ProfileSpec,
-    domain: DomainId,
-    caller: CallerPolicy,
-) -> Result<Box<dyn Domain>> {
-    Ok(match domain {
-        DomainId::Linux => Box::new(LinuxExecutor::spawn(&spec.executor, caller.scheduling())?),
-        DomainId::Mcu => {
-            let path = spec
-                .mcu_socket
-                .as_ref()
-                .context("profiling the mcu domain needs --mcu-socket PATH")?;
-            Box::new(McuSocket::connect(path, Duration::from_secs(5))?)
-        }
-    })
 }
 
 /// Profiles one task on one endpoint; returns the kept observations.
@@ -173,7 +156,12 @@ impl ProfileSpec {
                     let mut all = Vec::new();
                     let mut next_id = 1u64;
                     for &domain in &spec.domains {
-                        let mut endpoint = open_domain(&spec, domain, caller)?;
+                        let mut endpoint = open_domain(
+                            domain,
+                            &spec.executor,
+                            spec.mcu_socket.as_deref(),
+                            caller.scheduling(),
+                        )?;
                         for &task in &spec.tasks {
                             bar_thread.set_message(format!(
                                 "{load_name}/{}/{domain}/{}",

@@ -141,4 +141,24 @@ fn a_short_profile_keeps_raw_observations_and_writes_traces() {
         qf_agent::traces::Trace::load(&dir.path().join("traces/idle/ordinary/add.linux.csv"))
             .unwrap();
     assert_eq!(trace.samples.len(), 60);
+    // The report regenerates the Eq. 1 decomposition from the raw observations alone.
+    let report = qf_agent::cli::report::ReportArgs {
+        dir: dir.path().to_owned(),
+        resamples: 50,
+        block: 50,
+        seed: 1,
+        quiet: true,
+    };
+    report.run().unwrap();
+    let decomposition =
+        std::fs::read_to_string(dir.path().join("report/decomposition.csv")).unwrap();
+    assert_eq!(
+        decomposition.lines().count(),
+        1 + 2,
+        "add and fir_x1 on linux"
+    );
+    assert!(
+        decomposition.lines().skip(1).all(|l| !l.contains("n/a")),
+        "{decomposition}"
+    );
 }

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use common::frames::add_request;
 use common::linux::LinuxSide;
 use common::Rig;
+use qf_agent::wire::{read_message, write_message, MAX_MESSAGE_LEN};
 use qf_mcu_emu::faults::Faults;
 use qf_mcu_emu::layout::CHANNEL_ADDR;
-use qf_mcu_emu::unix_endpoint::{read_frame, write_frame};
 
 fn percentiles(name: &str, mut samples: Vec<Duration>) {
     samples.sort();
@@ -38,13 +38,15 @@ fn main() {
     let rig = Rig::start("bench", Faults::default());
 
     let mut stream = UnixStream::connect(&rig.unix_socket).unwrap();
-    let mut reply = Vec::new();
+    let mut reply = [0u8; MAX_MESSAGE_LEN];
     let mut unix = Vec::with_capacity(calls as usize);
     for id in 0..calls + 100 {
         let frame = add_request(id, 0, id as i32, 1);
         let start = Instant::now();
-        write_frame(&mut stream, &frame).unwrap();
-        read_frame(&mut stream, &mut reply).unwrap().expect("reply");
+        write_message(&mut stream, &frame, None).unwrap();
+        read_message(&mut stream, &mut reply)
+            .unwrap()
+            .expect("reply");
         if id >= 100 {
             unix.push(start.elapsed());
         }

@@ -47,6 +47,8 @@ pub enum BoardError {
         what: &'static str,
         source: nix::Error,
     },
+    #[error("board: spawning the heartbeat thread: {0}")]
+    Spawn(#[source] std::io::Error),
 }
 
 /// Hands commands to a running board from other threads.
@@ -158,10 +160,7 @@ impl Board {
             std::thread::Builder::new()
                 .name("heartbeat".into())
                 .spawn(move || heartbeat_loop(&shm, &beating, &alive))
-                .map_err(|e| BoardError::Sys {
-                    what: "spawning the heartbeat",
-                    source: nix::Error::from_raw(e.raw_os_error().unwrap_or(0)),
-                })?
+                .map_err(BoardError::Spawn)?
         };
         let result = self.serve(stop);
         beating.store(false, Ordering::SeqCst);

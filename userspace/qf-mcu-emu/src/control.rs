@@ -5,7 +5,6 @@
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -95,21 +94,7 @@ impl ControlServer {
         board: Option<Arc<BoardControl>>,
         status: StatusFn,
     ) -> io::Result<ControlServer> {
-        if let Ok(meta) = std::fs::symlink_metadata(path) {
-            if !meta.file_type().is_socket() {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "{} exists and is not a socket; refusing to replace it",
-                        path.display()
-                    ),
-                ));
-            }
-            std::fs::remove_file(path)?;
-        }
-        let listener = UnixListener::bind(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()))
-        })?;
+        let listener = crate::listen::bind(path, "control socket")?;
         Ok(ControlServer {
             listener,
             path: path.to_path_buf(),

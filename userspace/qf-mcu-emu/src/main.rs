@@ -32,7 +32,8 @@ struct Cli {
     /// Serve QEMU's ivshmem-doorbell (vectors=2) on this Unix socket, as peer 0.
     #[arg(long, value_name = "PATH")]
     ivshmem_socket: Option<PathBuf>,
-    /// Serve QFabric frames (u16 big-endian length prefix) on this Unix socket.
+    /// Serve QFabric frames on this Unix socket (qf-agent's framing: u16 BE length; replies carry
+    /// the u64 BE compute-time trailer).
     #[arg(long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
     /// Accept fault and lifecycle commands on this Unix socket (see `qf-mcu-emu ctl`).

@@ -7,8 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::frames::{add_request, request};
-use common::linux::LinuxSide;
-use common::{wait_until, Rig};
+use common::{attached, wait_until};
 use qf_mcu_emu::board::Command;
 use qf_mcu_emu::faults::Faults;
 use qf_mcu_emu::layout::{control, McuState, CHANNEL_ADDR};
@@ -16,14 +15,6 @@ use qf_mcu_emu::layout::{control, McuState, CHANNEL_ADDR};
 const T: Duration = Duration::from_secs(5);
 const QUIET: Duration = Duration::from_millis(150);
 const LINUX_EPT: u32 = 1024;
-
-fn attached(tag: &str, faults: Faults) -> (Rig, LinuxSide) {
-    let rig = Rig::start(tag, faults);
-    let mut linux = LinuxSide::connect(rig.socket());
-    linux.attach();
-    linux.recv(T).expect("name-service announcement");
-    (rig, linux)
-}
 
 fn status_of(reply: &[u8]) -> qf_abi::Status {
     qf_abi::decode_frame(reply).unwrap().header.status

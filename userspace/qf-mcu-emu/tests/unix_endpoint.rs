@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::frames::{add_request, request, Reference};
 use common::{wait_until, Rig, TempDir};
+use qf_agent::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
 use qf_mcu_emu::faults::Faults;
-use qf_mcu_emu::unix_endpoint::{read_frame, write_frame};
 
 /// Kills the emulator if a test fails before stopping it.
 struct KillOnDrop(std::process::Child);
@@ -31,11 +31,19 @@ fn connect(path: &std::path::Path) -> UnixStream {
     stream
 }
 
+/// One request; the reply's frame (its compute trailer checked present).
 fn round_trip(stream: &mut UnixStream, frame: &[u8]) -> Option<Vec<u8>> {
-    write_frame(stream, frame).unwrap();
-    let mut reply = Vec::new();
-    match read_frame(stream, &mut reply) {
-        Ok(Some(_)) => Some(reply),
+    write_message(stream, frame, None).unwrap();
+    let mut body = [0u8; MAX_MESSAGE_LEN];
+    match read_message(stream, &mut body) {
+        Ok(Some(len)) => {
+            let (frame, compute_ns) = split_reply(&body[..len]).unwrap();
+            assert!(
+                compute_ns.is_some(),
+                "the emulator always sends the compute trailer"
+            );
+            Some(frame.to_vec())
+        }
         Ok(None) => None,
         Err(e)
             if matches!(
@@ -50,7 +58,7 @@ fn round_trip(stream: &mut UnixStream, frame: &[u8]) -> Option<Vec<u8>> {
 }
 
 #[test]
-fn frames_round_trip_with_a_u16_big_endian_length_prefix() {
+fn frames_round_trip_in_the_agents_framing_with_a_compute_trailer() {
     let rig = Rig::start("unix", Faults::default());
     let mut stream = connect(&rig.unix_socket);
     let mut reference = Reference::new();
@@ -69,14 +77,18 @@ fn frames_round_trip_with_a_u16_big_endian_length_prefix() {
     let mut prefix = [0u8; 2];
     stream.read_exact(&mut prefix).unwrap();
     let expected = reference.answer(&frame);
-    assert_eq!(u16::from_be_bytes(prefix) as usize, expected.len());
+    assert_eq!(
+        u16::from_be_bytes(prefix) as usize,
+        expected.len() + 8,
+        "frame + trailer"
+    );
 }
 
 #[test]
 fn oversized_and_malformed_frames_are_answered_with_their_status() {
     let rig = Rig::start("unix-bad", Faults::default());
     let mut stream = connect(&rig.unix_socket);
-    let oversized = vec![0u8; 2000];
+    let oversized = vec![0u8; 1030];
     let reply = round_trip(&mut stream, &oversized).unwrap();
     assert_eq!(
         qf_abi::decode_frame(&reply).unwrap().header.status,
@@ -90,6 +102,14 @@ fn oversized_and_malformed_frames_are_answered_with_their_status() {
     assert!(
         round_trip(&mut stream, &request(1)).is_some(),
         "the connection survives bad input"
+    );
+    // A length prefix beyond the framing's limit cannot be resynchronised: the client is closed.
+    std::io::Write::write_all(&mut stream, &5000u16.to_be_bytes()).unwrap();
+    let mut rest = Vec::new();
+    assert_eq!(
+        stream.read_to_end(&mut rest).unwrap(),
+        0,
+        "closed without a reply"
     );
 }
 

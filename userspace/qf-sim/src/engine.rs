@@ -15,8 +15,6 @@
 //! deadline 0, so it preempts at once to declare its real one).
 
 use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 use qf_sched::{wrap32, Bandwidth, Callback, Error, Event, Kernel, Notice, Scheduler, ThreadId};
 
@@ -136,11 +134,23 @@ fn on_budget_overrun(notice: &Notice) {
     CALLBACK_REPORTS.with(|r| r.borrow_mut().push(Report::BudgetOverrun(*notice)));
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// The kinds of timeout a simulated thread can have pending: at most one of each.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Due {
-    Start(usize),
-    Wake(usize, u64),
-    Timer(usize, u64),
+    /// The thread's start delay.
+    Start,
+    /// The end of a `suspend_until`.
+    Wake,
+    /// The thread's qf-sched one-shot timer.
+    Timer,
+}
+
+/// A pending timeout: when it fires (ns) and the order it was armed in (ties fire in arming
+/// order, as Zephyr's timeout list does).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Timeout {
+    at_ns: u64,
+    seq: u64,
 }
 
 /// Kernel-side state of one simulated thread.
@@ -149,8 +159,8 @@ struct KThread {
     started: bool,
     finished: bool,
     blocked: bool,
-    wake_generation: u64,
-    timer_generation: u64,
+    /// Pending timeouts, indexed by `Due as usize`.
+    timeouts: [Option<Timeout>; 3],
     ready_seq: u64,
     deadline: u64,
     /// Work left in the current job, ns.
@@ -169,15 +179,60 @@ struct SimKernel {
     clock: Clock,
     now_ns: u64,
     seq: u64,
-    due: BinaryHeap<Reverse<(u64, u64, Due)>>,
     threads: Vec<KThread>,
+    /// The earliest pending timeout, or `None` when it must be searched for again.
+    earliest: Option<Option<(Timeout, usize, Due)>>,
 }
 
 impl SimKernel {
-    fn schedule(&mut self, at_ns: u64, what: Due) {
+    /// Arms (or re-arms) thread `i`'s timeout of kind `what`.
+    fn schedule(&mut self, i: usize, what: Due, at_ns: u64) {
         self.seq += 1;
-        self.due
-            .push(Reverse((at_ns.max(self.now_ns), self.seq, what)));
+        let timeout = Timeout {
+            at_ns: at_ns.max(self.now_ns),
+            seq: self.seq,
+        };
+        self.clear(i, what);
+        self.threads[i].timeouts[what as usize] = Some(timeout);
+        if let Some(earliest) = self.earliest {
+            if earliest.is_none_or(|(e, _, _)| timeout < e) {
+                self.earliest = Some(Some((timeout, i, what)));
+            }
+        }
+    }
+
+    /// Disarms thread `i`'s timeout of kind `what`.
+    fn clear(&mut self, i: usize, what: Due) {
+        if self.threads[i].timeouts[what as usize].take().is_some()
+            && self
+                .earliest
+                .is_some_and(|e| e.is_some_and(|(_, ei, ew)| ei == i && ew == what))
+        {
+            self.earliest = None;
+        }
+    }
+
+    /// The earliest pending timeout (ties: first armed) — a scan, since a thread has at most
+    /// three and a set at most `MAX_TASKS` threads.
+    fn next_due(&mut self) -> Option<(Timeout, usize, Due)> {
+        if let Some(earliest) = self.earliest {
+            return earliest;
+        }
+        let mut best: Option<(Timeout, usize, Due)> = None;
+        for (i, thread) in self.threads.iter().enumerate() {
+            for (what, slot) in [Due::Start, Due::Wake, Due::Timer]
+                .into_iter()
+                .zip(thread.timeouts)
+            {
+                if let Some(timeout) = slot {
+                    if best.is_none_or(|(b, _, _)| timeout < b) {
+                        best = Some((timeout, i, what));
+                    }
+                }
+            }
+        }
+        self.earliest = Some(best);
+        best
     }
 }
 
@@ -186,25 +241,19 @@ impl Kernel for SimKernel {
         self.clock.ticks_at(self.now_ns)
     }
     fn timer_arm(&mut self, thread: ThreadId, at: u64) {
-        let i = thread.index();
-        self.threads[i].timer_generation += 1;
-        let generation = self.threads[i].timer_generation;
         let at_ns = self.clock.ns_of_tick(at);
-        self.schedule(at_ns, Due::Timer(i, generation));
+        self.schedule(thread.index(), Due::Timer, at_ns);
     }
     fn timer_cancel(&mut self, thread: ThreadId) {
-        self.threads[thread.index()].timer_generation += 1;
+        self.clear(thread.index(), Due::Timer);
     }
     fn deadline_set(&mut self, thread: ThreadId, deadline: u64) {
         self.threads[thread.index()].deadline = deadline;
     }
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
-        let i = thread.index();
-        self.threads[i].blocked = true;
-        self.threads[i].wake_generation += 1;
-        let generation = self.threads[i].wake_generation;
+        self.threads[thread.index()].blocked = true;
         let at_ns = self.clock.ns_of_tick(at);
-        self.schedule(at_ns, Due::Wake(i, generation));
+        self.schedule(thread.index(), Due::Wake, at_ns);
     }
     fn reschedule(&mut self) {
         // The simulator re-runs its scheduling decision after every event anyway.
@@ -237,7 +286,7 @@ impl<'a> Simulation<'a> {
             clock,
             now_ns: 0,
             seq: 0,
-            due: BinaryHeap::new(),
+            earliest: None,
             threads: vec![KThread::default(); set.tasks.len()],
         };
         let mut sched = Box::new(SimScheduler::new());
@@ -252,7 +301,7 @@ impl<'a> Simulation<'a> {
             };
             // Thread start delays expire on a tick, like every kernel timeout.
             let start = clock.ns_of_tick(clock.tick_at_or_after(start));
-            kernel.schedule(start, Due::Start(i));
+            kernel.schedule(i, Due::Start, start);
         }
         CALLBACK_REPORTS.with(|r| r.borrow_mut().clear());
         Simulation {
@@ -370,13 +419,13 @@ impl<'a> Simulation<'a> {
     /// reschedules.
     fn start(&mut self, i: usize) {
         let id = ThreadId(i as u16);
+        let _ = self.sched.attach(id);
         if self.running != Some(i) {
             if let Some(r) = self.running {
                 let _ = self
                     .sched
                     .switched_out(&mut self.kernel, ThreadId(r as u16));
             }
-            let _ = self.sched.attach(id);
             let _ = self.sched.switched_in(&mut self.kernel, id);
             self.running = Some(i);
             self.out.sim_events += 1;
@@ -550,11 +599,7 @@ impl<'a> Simulation<'a> {
         let horizon = self.set.horizon_ns;
         loop {
             let now = self.kernel.now_ns;
-            let next_due = self
-                .kernel
-                .due
-                .peek()
-                .map_or(u64::MAX, |Reverse((t, _, _))| *t);
+            let next_due = self.kernel.next_due().map_or(u64::MAX, |(t, _, _)| t.at_ns);
             let completion = self.running.map_or(u64::MAX, |r| {
                 now.saturating_add(self.kernel.threads[r].remaining_ns)
             });
@@ -574,29 +619,23 @@ impl<'a> Simulation<'a> {
                     self.complete(r);
                 }
             }
-            while let Some(Reverse((at, _, due))) = self.kernel.due.peek().copied() {
-                if at != t {
+            while let Some((timeout, i, due)) = self.kernel.next_due() {
+                if timeout.at_ns != t {
                     break;
                 }
-                self.kernel.due.pop();
+                self.kernel.clear(i, due);
                 self.out.sim_events += 1;
                 match due {
-                    Due::Start(i) => self.start(i),
-                    Due::Wake(i, generation) => {
-                        if self.kernel.threads[i].wake_generation == generation
-                            && self.kernel.threads[i].blocked
-                        {
-                            self.kernel.threads[i].blocked = false;
-                            self.make_ready(i);
-                        }
+                    Due::Start => self.start(i),
+                    Due::Wake => {
+                        self.kernel.threads[i].blocked = false;
+                        self.make_ready(i);
                     }
-                    Due::Timer(i, generation) => {
-                        if self.kernel.threads[i].timer_generation == generation {
-                            let _ = self
-                                .sched
-                                .timer_expired(&mut self.kernel, ThreadId(i as u16));
-                            self.collect();
-                        }
+                    Due::Timer => {
+                        let _ = self
+                            .sched
+                            .timer_expired(&mut self.kernel, ThreadId(i as u16));
+                        self.collect();
                     }
                 }
             }

@@ -1,6 +1,6 @@
 //! `qf profile`: per task × domain × load × caller, raw observations and traces.
 
-use crate::domain::default_executor_path;
+use crate::domain::executor_path;
 use crate::load::Load;
 use crate::model::DomainId;
 use crate::profile::{print_summaries, ProfileSpec};
@@ -25,7 +25,7 @@ pub struct ProfileArgs {
     /// Domains, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "linux")]
     pub domains: Vec<DomainId>,
-    /// Loads, comma-separated: idle, cpu[:N] (N SCHED_OTHER spinners, default 8), rt[:M]
+    /// Loads, comma-separated: idle, `cpu[:N]` (N SCHED_OTHER spinners, default 8), `rt[:M]`
     /// (M SCHED_FIFO 80 workers at 50% duty in 10 ms slices, default 4).
     #[arg(long, value_delimiter = ',', default_value = "idle", value_parser = Load::parse)]
     pub loads: Vec<Load>,
@@ -69,10 +69,7 @@ impl ProfileArgs {
             warmup: self.warmup,
             samples: self.samples,
             min_samples: self.min_samples,
-            executor: match &self.executor {
-                Some(path) => path.clone(),
-                None => default_executor_path()?,
-            },
+            executor: executor_path(self.executor.as_deref())?,
             mcu_socket: self.mcu_socket.clone(),
             out: self.out.clone(),
             seed: self.seed,

@@ -1,15 +1,14 @@
 //! `qf run TASK --domain linux|mcu JSON`: one invocation, printed with its result and timings.
 
-use crate::domain::{default_executor_path, Domain, LinuxExecutor, McuSocket};
+use crate::domain::{executor_path, open_domain};
 use crate::model::DomainId;
 use crate::rt::CallerPolicy;
 use crate::workload::{
     decode_response, encode_request, reference, request_from_json, response_json, task_by_name,
 };
-use anyhow::{Context, Result};
+use anyhow::Result;
 use qf_abi::MAX_FRAME_LEN;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Run one invocation of a declared task in a domain.
 #[derive(Debug, Clone, clap::Args)]
@@ -43,22 +42,12 @@ impl RunArgs {
         let task = task_by_name(&self.task)?;
         let request = request_from_json(task, &self.request)?;
         crate::rt::set_scheduling(0, self.caller.scheduling())?;
-        let mut endpoint: Box<dyn Domain> = match self.domain {
-            DomainId::Linux => {
-                let program = match &self.executor {
-                    Some(path) => path.clone(),
-                    None => default_executor_path()?,
-                };
-                Box::new(LinuxExecutor::spawn(&program, self.caller.scheduling())?)
-            }
-            DomainId::Mcu => {
-                let path = self
-                    .mcu_socket
-                    .as_ref()
-                    .context("--domain mcu needs --mcu-socket PATH")?;
-                Box::new(McuSocket::connect(path, Duration::from_secs(5))?)
-            }
-        };
+        let mut endpoint = open_domain(
+            self.domain,
+            &executor_path(self.executor.as_deref())?,
+            self.mcu_socket.as_deref(),
+            self.caller.scheduling(),
+        )?;
         let mut frame = [0u8; MAX_FRAME_LEN];
         let len = encode_request(task, &request, 1, 0, &mut frame)?;
         let invocation = endpoint.invoke(&frame[..len])?;

@@ -51,15 +51,7 @@ impl StatusArgs {
             .collect();
         println!("recent windows: [{}]", rates.join(", "));
         for d in &status.last_decisions {
-            println!(
-                "  window {:>5}: {:<8} {:<30} {} {} -> {}",
-                d.window,
-                d.action.as_str(),
-                d.reason.as_str(),
-                d.task,
-                d.from,
-                d.to
-            );
+            println!("  {}", d.line());
         }
         println!(
             "journal {} ({} records)",

@@ -26,7 +26,10 @@ impl Kernel for Port {
         PORT.store(u32::from(thread.0), Relaxed);
     }
     fn deadline_set(&mut self, thread: ThreadId, deadline: u64) {
-        PORT.store(qf_sched::wrap32::deadline32(deadline) as u32 ^ u32::from(thread.0), Relaxed);
+        PORT.store(
+            qf_sched::wrap32::deadline32(deadline) as u32 ^ u32::from(thread.0),
+            Relaxed,
+        );
     }
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         PORT.store(u32::from(thread.0).wrapping_add(at as u32), Relaxed);
