@@ -317,7 +317,9 @@ static void cbs_preempted(void *a, void *b, void *c)
 		     "budget %llu after 1 ms of 5", away.budget);
 	zassert_equal(back.budget, away.budget, "paused while preempted");
 	zassert_true(back.time - away.time >= 3 * TICKS_PER_MS, "preempted for 3 ms");
-	zassert_true(done.budget >= 3 * TICKS_PER_MS - 1 && done.budget <= 3 * TICKS_PER_MS,
+	/* 2 ms of busy waiting plus the thread creation and switches it paid for. */
+	zassert_true(done.budget >= 3 * TICKS_PER_MS - SLACK_TICKS &&
+		     done.budget <= 3 * TICKS_PER_MS,
 		     "budget %llu after 2 ms of running", done.budget);
 	k_thread_join(&helper_thread, K_FOREVER);
 }
@@ -341,7 +343,8 @@ static void cbs_exhausted(void *a, void *b, void *c)
 
 	k_busy_wait(3000);
 	zassert_true(trace_find(slot, "B_ROUT", &replenished), "budget exhaustion traced");
-	zassert_true((int64_t)replenished.time - release >= 2 * TICKS_PER_MS &&
+	/* `release` is read just after the call, up to a tick after the server's release. */
+	zassert_true((int64_t)replenished.time - release >= 2 * TICKS_PER_MS - 1 &&
 		     (int64_t)replenished.time - release <= 2 * TICKS_PER_MS + SLACK_TICKS,
 		     "exhausted %lld ticks after release", replenished.time - release);
 	zassert_equal(replenished.budget, 2 * TICKS_PER_MS, "refilled to Q");
