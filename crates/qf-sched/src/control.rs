@@ -320,7 +320,7 @@ impl ControlBlock {
                 });
             }
         }
-        if let Some(since) = self.budget_running_since {
+        if let Some(since) = self.budget_running_since.filter(|_| self.server.enabled()) {
             if now.saturating_sub(since) >= self.server.budget {
                 self.server.budget = 0;
                 self.budget_running_since = Some(now);
