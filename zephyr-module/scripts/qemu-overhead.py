@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Per-event overhead of qfabric's CBS hooks, counted in instructions from a QEMU exec trace.
 
-Run the image under QEMU with `-icount shift=N -accel tcg,one-insn-per-tb=on -d exec,nochain
--D <log>` (one trace line per executed instruction, deterministic virtual time) and feed the log
-on stdin. Each call of a hook is counted from its first instruction until control is back in the
-function that called it, nested calls and interrupts included:
+Run an Arm (Thumb) image under QEMU with `-icount shift=N -accel tcg,one-insn-per-tb=on -d
+exec,nochain -D <log>` (one trace line per executed instruction, deterministic virtual time) and
+feed the log on stdin; pass the ELF so each traced address can be disassembled. A hook call is
+counted from its first instruction to the return that leaves it: calls (bl/blx) nest, returns
+(bx lr, pop/ldm of pc) unnest, and tail calls (b) stay at the same depth, so a callee's return
+made on the hook's behalf ends it.
 
   SWT_TO  z_qf_switched_in  calls that re-armed a budget timer (a CBS thread with an active job)
   SWT_AY  z_qf_switched_out calls that charged a budget (timer re-armed or cancelled)
@@ -17,6 +19,7 @@ import argparse
 import collections
 import re
 import statistics
+import subprocess
 import sys
 
 TRACE = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/[0-9a-f]+/[0-9a-f]+\] (\S+)")
@@ -29,24 +32,53 @@ HOOKS = {
 CBS_WORK = {"qf_port_timer_arm", "qf_port_timer_cancel"}
 
 
-def measure(lines):
+DISASSEMBLY = re.compile(r"^\s*([0-9a-f]+):\s+(?:[0-9a-f]{4}\s?){1,2}\s+(\S+)\s*(.*)$")
+
+
+def instruction_kinds(elf, objdump):
+    """Maps each instruction address of the ELF to 'call', 'return' or None."""
+    kinds = {}
+    listing = subprocess.run([objdump, "-d", elf], capture_output=True, text=True, check=True)
+    for line in listing.stdout.splitlines():
+        match = DISASSEMBLY.match(line)
+        if not match:
+            continue
+        address, mnemonic, operands = int(match.group(1), 16), match.group(2), match.group(3)
+        mnemonic = mnemonic.split(".")[0]
+        if mnemonic in ("bl", "blx"):
+            kinds[address] = "call"
+        elif (mnemonic == "bx" and operands.startswith("lr")) or (
+            mnemonic in ("pop", "ldmia", "ldm") and "pc" in operands
+        ) or (mnemonic == "ldr" and operands.startswith("pc")):
+            kinds[address] = "return"
+    return kinds
+
+
+def measure(lines, kinds):
     """Yields (event, instructions, called functions) for every hook call in the trace."""
-    active = None  # (hook, caller symbol, count, callees)
+    active = None  # [hook, count, depth, callees]
     previous = None
     for line in lines:
         match = TRACE.match(line)
         if not match:
             continue
-        symbol = match.group(2)
+        pc, symbol = int(match.group(1), 16), match.group(2)
         if active is None:
-            if symbol in HOOKS and previous is not None and previous != symbol:
-                active = [symbol, previous, 1, set()]
-        elif symbol == active[1]:
-            yield HOOKS[active[0]], active[2], active[3]
-            active = None
-        else:
-            active[2] += 1
-            active[3].add(symbol)
+            if symbol in HOOKS and previous != symbol:
+                active = [symbol, 0, 0, set()]
+        if active is not None:
+            active[1] += 1
+            if symbol != active[0]:
+                active[3].add(symbol)
+            kind = kinds.get(pc)
+            if kind == "call":
+                active[2] += 1
+            elif kind == "return":
+                if active[2] == 0:
+                    yield HOOKS[active[0]], active[1], active[3]
+                    active = None
+                else:
+                    active[2] -= 1
         previous = symbol
 
 
@@ -58,11 +90,14 @@ def table(samples, batch):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("elf", help="the traced image (zephyr.elf)")
+    parser.add_argument("--objdump", default="arm-none-eabi-objdump")
     parser.add_argument("--batch", type=int, default=10, help="events per batch for O_f")
     args = parser.parse_args()
+    kinds = instruction_kinds(args.elf, args.objdump)
     samples = collections.defaultdict(list)
     plain = collections.Counter()
-    for event, count, callees in measure(sys.stdin):
+    for event, count, callees in measure(sys.stdin, kinds):
         if event == "B_ROUT" or callees & CBS_WORK:
             samples[event].append(count)
         else:

@@ -25,7 +25,23 @@ const int qf_errno_enospc = ENOSPC;
 const int qf_errno_etimedout = ETIMEDOUT;
 
 static struct k_spinlock qf_lock;
-static struct _timeout qf_timer[CONFIG_QFABRIC_MAX_THREADS];
+
+/*
+ * One budget/deadline-miss timer per pool slot, disarmed lazily: the context-switch hooks re-aim
+ * it on every switch, and reprogramming a kernel timeout each time (z_abort_timeout +
+ * z_add_timeout + the timer driver) costs more than the hook's own work. So cancelling only
+ * forgets the target, and aiming later than a pending expiry keeps that expiry: when it comes
+ * early (or unwanted) the handler re-aims or drops it without calling the scheduler.
+ */
+struct qf_timer {
+	struct _timeout timeout;
+	uint64_t target;   /* when the scheduler wants its expiry */
+	uint64_t pending;  /* when the kernel timeout will fire, if armed */
+	bool wanted;
+	bool armed;
+};
+
+static struct qf_timer qf_timers[CONFIG_QFABRIC_MAX_THREADS];
 static struct _timeout qf_resume[CONFIG_QFABRIC_MAX_THREADS];
 static struct k_thread *qf_resume_thread[CONFIG_QFABRIC_MAX_THREADS];
 
@@ -57,21 +73,50 @@ struct k_thread *qf_port_current(void)
 	return _current;
 }
 
-static void qf_timer_fired(struct _timeout *t)
+static void qf_timer_fired(struct _timeout *timeout);
+
+static void qf_timer_aim(struct qf_timer *t, uint64_t at)
 {
-	qf_rs_timer_expired((uint16_t)(t - qf_timer));
+	z_abort_timeout(&t->timeout);
+	z_add_timeout(&t->timeout, qf_timer_fired, K_TIMEOUT_ABS_TICKS(at));
+	t->pending = at;
+	t->armed = true;
+}
+
+static void qf_timer_fired(struct _timeout *timeout)
+{
+	struct qf_timer *t = CONTAINER_OF(timeout, struct qf_timer, timeout);
+
+	t->armed = false;
+	if (!t->wanted) {
+		return;
+	}
+	if ((uint64_t)sys_clock_tick_get() < t->target) {
+		qf_timer_aim(t, t->target);
+		return;
+	}
+	t->wanted = false;
+	qf_rs_timer_expired((uint16_t)(t - qf_timers));
 }
 
 void qf_port_timer_arm(uint16_t slot, uint64_t at)
 {
-	z_abort_timeout(&qf_timer[slot]);
-	z_add_timeout(&qf_timer[slot], qf_timer_fired, K_TIMEOUT_ABS_TICKS(at));
+	struct qf_timer *t = &qf_timers[slot];
+
+	t->target = at;
+	t->wanted = true;
+	if (t->armed && t->pending <= at) {
+		return; /* fires first; the handler re-aims */
+	}
+	qf_timer_aim(t, at);
 }
 
 void qf_port_timer_cancel(uint16_t slot)
 {
-	z_abort_timeout(&qf_timer[slot]);
-	z_abort_timeout(&qf_resume[slot]);
+	qf_timers[slot].wanted = false;
+	if (qf_resume_thread[slot] != NULL) {
+		z_abort_timeout(&qf_resume[slot]);
+	}
 }
 
 void qf_port_deadline_set(struct k_thread *thread, uint64_t at)

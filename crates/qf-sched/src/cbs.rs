@@ -29,6 +29,8 @@ impl Server {
     /// (the job is served at the old deadline with the budget left) and this returns `false`.
     pub fn arrive(&mut self, release: u64, period: u64) -> bool {
         self.period = period;
+        // A budget left over from before `Q` was lowered counts only up to the new `Q`.
+        self.budget = self.budget.min(self.budget_max);
         let replenish = match self.deadline.checked_sub(release) {
             None | Some(0) => true,
             Some(laxity) => {
@@ -90,6 +92,15 @@ mod tests {
         let mut cbs = server(2, 2, 14);
         assert!(cbs.arrive(8, 6));
         assert_eq!((cbs.budget, cbs.deadline), (2, 14));
+    }
+
+    #[test]
+    fn a_lowered_budget_caps_what_is_left_at_the_next_arrival() {
+        // Q lowered from 5 to 2 with c = 5 left: c counts as 2, so 2·50 < (100 − 10)·2 keeps
+        // d (with c = 5 it would have replenished).
+        let mut cbs = server(2, 5, 100);
+        assert!(!cbs.arrive(10, 50));
+        assert_eq!((cbs.budget, cbs.deadline), (2, 100));
     }
 
     #[test]

@@ -110,6 +110,8 @@ pub struct Evaluation {
     pub config: ContractConfig,
     pub synthetic: bool,
     pub progress: bool,
+    /// Workloads to evaluate (names from [`WORKLOADS`]).
+    pub workloads: Vec<String>,
 }
 
 impl Evaluation {
@@ -117,7 +119,7 @@ impl Evaluation {
     pub fn run(&self) -> Result<Vec<CellResult>> {
         let dir = self.out.join("evaluate");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let cells = WORKLOADS.len() * LOADS.len();
+        let cells = self.workloads.len() * LOADS.len();
         let bar = if self.progress {
             indicatif::ProgressBar::new(cells as u64)
         } else {
@@ -129,7 +131,7 @@ impl Evaluation {
         );
         bar.set_prefix("evaluate");
         let mut results = Vec::new();
-        for workload in WORKLOADS {
+        for workload in self.workloads.iter().map(String::as_str) {
             let idle = load_pair(&self.traces, "idle", "ordinary", workload)?;
             for load in LOADS {
                 bar.set_message(format!("{workload} / {load}"));

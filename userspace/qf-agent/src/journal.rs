@@ -22,7 +22,7 @@ const GENESIS: &str = "000000000000000000000000000000000000000000000000000000000
 /// Why a journal cannot be trusted or written.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
-    #[error("journal {path}: {source}")]
+    #[error("journal {path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,

@@ -44,13 +44,13 @@ pub enum Scheduling {
 /// Setting a policy failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedError {
-    #[error("SCHED_FIFO priority {priority} for {target} needs CAP_SYS_NICE (run as root or raise RLIMIT_RTPRIO): {source}")]
+    #[error("SCHED_FIFO priority {priority} for {target} needs CAP_SYS_NICE (run as root or raise RLIMIT_RTPRIO)")]
     Privilege {
         priority: i32,
         target: String,
         source: std::io::Error,
     },
-    #[error("setting {policy} for {target}: {source}")]
+    #[error("setting {policy} for {target}")]
     Other {
         policy: String,
         target: String,

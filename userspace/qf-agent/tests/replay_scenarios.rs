@@ -415,3 +415,26 @@ fn json_has_the_documented_shape() {
     assert_eq!(decision["from"], "linux");
     assert_eq!(decision["to"], "mcu");
 }
+
+/// Eq. 4 when the chain gives no deadline: D = 1.25 · max(idle p99 over domains), rounded up to
+/// a whole millisecond; without idle traces the error names the missing field and the option.
+#[test]
+fn deadline_rule_from_idle_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    write_trace(dir.path(), "fir", DomainId::Linux, ROWS, |_| (100.0, true));
+    write_trace(dir.path(), "fir", DomainId::Mcu, ROWS, |i| {
+        (if i % 50 == 0 { 18_000.0 } else { 900.0 }, true)
+    });
+    let chain = || {
+        Chain::parse("[[task]]\nname = \"fir\"\neffect = \"pure\"\ndomains = [\"linux\", \"mcu\"]\nstart = \"linux\"\n").unwrap()
+    };
+    // MCU p99 (2% of its samples at 18 ms) is 18 ms; 1.25 × 18 ms = 22.5 ms → 23 ms.
+    let inputs = ReplayInputs::load(chain(), Some(dir.path()), None, Some(dir.path())).unwrap();
+    assert_eq!(inputs.graph_deadline_us(), 23_000.0);
+    let err = ReplayInputs::load(chain(), Some(dir.path()), None, None).unwrap_err();
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("deadline_us") && message.contains("--idle-traces"),
+        "{message}"
+    );
+}

@@ -23,11 +23,13 @@
 
 pub mod array;
 mod de;
+mod fault;
 mod ser;
 mod size;
 
 pub use array::{deserialize as deserialize_array, serialize as serialize_array};
 pub use de::WireDeserializer;
+pub use fault::Fault;
 pub use ser::WireSerializer;
 pub use size::WireSize;
 
@@ -48,9 +50,9 @@ pub fn encode_payload<T: Serialize + ?Sized>(value: &T, out: &mut [u8]) -> Resul
     let capacity = out.len().min(MAX_PAYLOAD_LEN);
     let (window, _) = out.split_at_mut(capacity);
     let mut serializer = WireSerializer::new(postcard::ser_flavors::Slice::new(window));
-    value
-        .serialize(&mut serializer)
-        .map_err(|error| match error.problem {
+    if value.serialize(&mut serializer).is_err() {
+        let error = serializer.error();
+        return Err(match error.problem {
             Problem::OutputFull { .. } if capacity == MAX_PAYLOAD_LEN => AbiError {
                 status: Status::Oversized,
                 problem: Problem::TooLong {
@@ -64,14 +66,17 @@ pub fn encode_payload<T: Serialize + ?Sized>(value: &T, out: &mut [u8]) -> Resul
                 ..error
             },
             _ => error,
-        })?;
+        });
+    }
     Ok(serializer.written())
 }
 
 /// Number of bytes `value` encodes to (no size limit applied), or the error encoding would give.
 pub fn encoded_len<T: Serialize + ?Sized>(value: &T) -> Result<usize, AbiError> {
     let mut serializer = WireSerializer::new(postcard::ser_flavors::Size::default());
-    value.serialize(&mut serializer)?;
+    value
+        .serialize(&mut serializer)
+        .map_err(|_| serializer.error())?;
     Ok(serializer.written())
 }
 
@@ -104,7 +109,7 @@ pub fn decode_payload_seed<'de, S: DeserializeSeed<'de>>(
     let mut deserializer = WireDeserializer::new(bytes);
     let value = match seed.deserialize(&mut deserializer) {
         Ok(value) => value,
-        Err(error) => return Err(deserializer.locate(error)),
+        Err(Fault) => return Err(deserializer.error()),
     };
     deserializer.finish()?;
     Ok(value)
