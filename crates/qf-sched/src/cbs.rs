@@ -18,6 +18,7 @@ pub struct Server {
 
 impl Server {
     /// True when the thread is served by a CBS.
+    #[inline]
     pub const fn enabled(&self) -> bool {
         self.budget_max > 0
     }
@@ -27,6 +28,7 @@ impl Server {
     /// `c·T ≥ (d − r)·Q`, always true once `d ≤ r` — the server takes a fresh deadline
     /// `d = r + T` and a full budget `c = Q` and this returns `true`; otherwise both are kept
     /// (the job is served at the old deadline with the budget left) and this returns `false`.
+    #[inline]
     pub fn arrive(&mut self, release: u64, period: u64) -> bool {
         self.period = period;
         // A budget left over from before `Q` was lowered counts only up to the new `Q`.
@@ -46,12 +48,14 @@ impl Server {
 
     /// B_ROUT (soft reservation): the budget ran out with work left, so the server gets a full
     /// budget and its deadline moves one server period later: `c = Q`, `d = d + T`.
+    #[inline]
     pub fn postpone(&mut self) {
         self.budget = self.budget_max;
         self.deadline = self.deadline.saturating_add(self.period);
     }
 
     /// Charges `ran` units of execution; the budget stops at zero.
+    #[inline]
     pub fn charge(&mut self, ran: u64) {
         self.budget = self.budget.saturating_sub(ran);
     }
