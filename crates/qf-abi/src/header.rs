@@ -1,0 +1,310 @@
+//! The 36-byte big-endian frame header of QFabric ABI v1 and its exact byte layout.
+//!
+//! | offset | size | field |
+//! | ---: | ---: | --- |
+//! | 0 | 4 | magic `QFAB` |
+//! | 4 | 1 | protocol version (1) |
+//! | 5 | 1 | message type (1 request, 2 response) |
+//! | 6 | 1 | effect class |
+//! | 7 | 1 | status (0 on requests) |
+//! | 8 | 4 | task id |
+//! | 12 | 8 | invocation id |
+//! | 20 | 4 | epoch |
+//! | 24 | 4 | contract id (0 = unspecified) |
+//! | 28 | 4 | relative deadline, µs (0 = unspecified) |
+//! | 32 | 2 | payload length |
+//! | 34 | 2 | flags (reserved, 0) |
+
+use crate::{AbiError, EffectClass, Problem, Status};
+
+/// ASCII `QFAB`.
+pub const MAGIC: [u8; 4] = *b"QFAB";
+/// The protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u8 = 1;
+/// Bytes in a header.
+pub const HEADER_LEN: usize = 36;
+/// Largest whole frame.
+pub const MAX_FRAME_LEN: usize = 1024;
+/// Largest payload (`MAX_FRAME_LEN - HEADER_LEN`).
+pub const MAX_PAYLOAD_LEN: usize = MAX_FRAME_LEN - HEADER_LEN;
+
+/// Byte offsets of the header fields, for error reports and tools.
+pub mod offset {
+    pub const MAGIC: usize = 0;
+    pub const VERSION: usize = 4;
+    pub const KIND: usize = 5;
+    pub const EFFECT: usize = 6;
+    pub const STATUS: usize = 7;
+    pub const TASK_ID: usize = 8;
+    pub const INVOCATION_ID: usize = 12;
+    pub const EPOCH: usize = 20;
+    pub const CONTRACT_ID: usize = 24;
+    pub const DEADLINE_US: usize = 28;
+    pub const PAYLOAD_LEN: usize = 32;
+    pub const FLAGS: usize = 34;
+}
+
+/// Direction of a frame (header byte 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MessageKind {
+    Request = 1,
+    Response = 2,
+}
+
+impl MessageKind {
+    /// The wire byte.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// Parses a wire byte.
+    pub const fn from_code(code: u8) -> Option<MessageKind> {
+        match code {
+            1 => Some(MessageKind::Request),
+            2 => Some(MessageKind::Response),
+            _ => None,
+        }
+    }
+
+    /// `request` or `response`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MessageKind::Request => "request",
+            MessageKind::Response => "response",
+        }
+    }
+
+    /// Parses `request` / `response` (case-insensitive).
+    pub fn from_name(name: &str) -> Option<MessageKind> {
+        [MessageKind::Request, MessageKind::Response]
+            .into_iter()
+            .find(|kind| kind.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// A decoded header. Magic, version and flags are implied (they have exactly one valid value);
+/// the payload length belongs to the frame, see [`crate::Frame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Header {
+    pub kind: MessageKind,
+    pub effect: EffectClass,
+    /// Always [`Status::Ok`] on requests.
+    pub status: Status,
+    pub task_id: u32,
+    pub invocation_id: u64,
+    pub epoch: u32,
+    /// 0 = unspecified.
+    pub contract_id: u32,
+    /// Relative deadline in microseconds, 0 = unspecified.
+    pub deadline_us: u32,
+}
+
+impl Header {
+    /// A request header with status OK and no contract or deadline.
+    pub const fn request(
+        task_id: u32,
+        effect: EffectClass,
+        invocation_id: u64,
+        epoch: u32,
+    ) -> Header {
+        Header {
+            kind: MessageKind::Request,
+            effect,
+            status: Status::Ok,
+            task_id,
+            invocation_id,
+            epoch,
+            contract_id: 0,
+            deadline_us: 0,
+        }
+    }
+
+    /// The response header answering this request with `status`: same task, invocation,
+    /// epoch, contract and deadline, so the caller can match it.
+    pub const fn response_to(&self, status: Status) -> Header {
+        Header {
+            kind: MessageKind::Response,
+            status,
+            ..*self
+        }
+    }
+
+    /// The identifying fields of a possibly invalid frame, turned into a response header with
+    /// `status`, so a rejection can still be addressed to its sender.
+    ///
+    /// Reads only the header bytes that are present (never the payload): task id, invocation id,
+    /// epoch, contract and deadline when all 36 are there, zero otherwise; the effect class when
+    /// byte 6 is a defined class, STATEFUL otherwise.
+    pub fn salvage(bytes: &[u8], status: Status) -> Header {
+        let effect = bytes
+            .get(offset::EFFECT)
+            .and_then(|&code| EffectClass::from_code(code));
+        let mut header = Header {
+            kind: MessageKind::Response,
+            effect: effect.unwrap_or_default(),
+            status,
+            task_id: 0,
+            invocation_id: 0,
+            epoch: 0,
+            contract_id: 0,
+            deadline_us: 0,
+        };
+        if let Some(fields) = bytes.first_chunk::<HEADER_LEN>() {
+            header.task_id = be_u32(fields, offset::TASK_ID);
+            header.invocation_id = u64::from_be_bytes(array_at(fields, offset::INVOCATION_ID));
+            header.epoch = be_u32(fields, offset::EPOCH);
+            header.contract_id = be_u32(fields, offset::CONTRACT_ID);
+            header.deadline_us = be_u32(fields, offset::DEADLINE_US);
+        }
+        header
+    }
+
+    /// Writes the 36 header bytes for a payload of `payload_len` bytes.
+    ///
+    /// Fails with OVERSIZED if `payload_len` exceeds [`MAX_PAYLOAD_LEN`], and with MALFORMED
+    /// if a request carries a non-OK status (the same rules [`Header::decode`] enforces, so
+    /// every header this writes decodes again).
+    pub fn encode(&self, payload_len: usize, out: &mut [u8; HEADER_LEN]) -> Result<(), AbiError> {
+        if payload_len > MAX_PAYLOAD_LEN {
+            return Err(AbiError::new(
+                Status::Oversized,
+                offset::PAYLOAD_LEN,
+                "payload_len",
+                Problem::TooLong {
+                    len: payload_len,
+                    max: MAX_PAYLOAD_LEN,
+                },
+            ));
+        }
+        if self.kind == MessageKind::Request && self.status != Status::Ok {
+            return Err(AbiError::new(
+                Status::Malformed,
+                offset::STATUS,
+                "status",
+                Problem::StatusOnRequest {
+                    found: self.status.code(),
+                },
+            ));
+        }
+        out[0..4].copy_from_slice(&MAGIC);
+        out[offset::VERSION] = PROTOCOL_VERSION;
+        out[offset::KIND] = self.kind.code();
+        out[offset::EFFECT] = self.effect.code();
+        out[offset::STATUS] = self.status.code();
+        out[8..12].copy_from_slice(&self.task_id.to_be_bytes());
+        out[12..20].copy_from_slice(&self.invocation_id.to_be_bytes());
+        out[20..24].copy_from_slice(&self.epoch.to_be_bytes());
+        out[24..28].copy_from_slice(&self.contract_id.to_be_bytes());
+        out[28..32].copy_from_slice(&self.deadline_us.to_be_bytes());
+        // Cannot truncate: checked against MAX_PAYLOAD_LEN (988) above.
+        out[32..34].copy_from_slice(&(payload_len as u16).to_be_bytes());
+        out[34..36].copy_from_slice(&0u16.to_be_bytes());
+        Ok(())
+    }
+
+    /// Decodes and validates a header, returning it with the declared payload length.
+    ///
+    /// Checks, in order: magic, version (VERSION_MISMATCH), message type, effect class, status
+    /// (defined code, 0 on requests), declared payload length ≤ 988 (OVERSIZED), flags = 0.
+    /// Everything else is MALFORMED. Whether the payload length matches the received bytes is
+    /// the frame's business ([`crate::decode_frame`]).
+    pub fn decode(bytes: &[u8; HEADER_LEN]) -> Result<(Header, usize), AbiError> {
+        let magic = [bytes[0], bytes[1], bytes[2], bytes[3]];
+        if magic != MAGIC {
+            return Err(AbiError::new(
+                Status::Malformed,
+                offset::MAGIC,
+                "magic",
+                Problem::BadMagic { found: magic },
+            ));
+        }
+        let version = bytes[offset::VERSION];
+        if version != PROTOCOL_VERSION {
+            return Err(AbiError::new(
+                Status::VersionMismatch,
+                offset::VERSION,
+                "version",
+                Problem::UnsupportedVersion { found: version },
+            ));
+        }
+        let kind = MessageKind::from_code(bytes[offset::KIND]).ok_or(AbiError::new(
+            Status::Malformed,
+            offset::KIND,
+            "kind",
+            Problem::UnknownCode {
+                found: bytes[offset::KIND],
+            },
+        ))?;
+        let effect = EffectClass::from_code(bytes[offset::EFFECT]).ok_or(AbiError::new(
+            Status::Malformed,
+            offset::EFFECT,
+            "effect",
+            Problem::UnknownCode {
+                found: bytes[offset::EFFECT],
+            },
+        ))?;
+        let status_code = bytes[offset::STATUS];
+        let status = Status::from_code(status_code).ok_or(AbiError::new(
+            Status::Malformed,
+            offset::STATUS,
+            "status",
+            Problem::UnknownCode { found: status_code },
+        ))?;
+        if kind == MessageKind::Request && status != Status::Ok {
+            return Err(AbiError::new(
+                Status::Malformed,
+                offset::STATUS,
+                "status",
+                Problem::StatusOnRequest { found: status_code },
+            ));
+        }
+        let payload_len = usize::from(be_u16(bytes, offset::PAYLOAD_LEN));
+        if payload_len > MAX_PAYLOAD_LEN {
+            return Err(AbiError::new(
+                Status::Oversized,
+                offset::PAYLOAD_LEN,
+                "payload_len",
+                Problem::TooLong {
+                    len: payload_len,
+                    max: MAX_PAYLOAD_LEN,
+                },
+            ));
+        }
+        let flags = be_u16(bytes, offset::FLAGS);
+        if flags != 0 {
+            return Err(AbiError::new(
+                Status::Malformed,
+                offset::FLAGS,
+                "flags",
+                Problem::NonZeroFlags { found: flags },
+            ));
+        }
+        let header = Header {
+            kind,
+            effect,
+            status,
+            task_id: be_u32(bytes, offset::TASK_ID),
+            invocation_id: u64::from_be_bytes(array_at(bytes, offset::INVOCATION_ID)),
+            epoch: be_u32(bytes, offset::EPOCH),
+            contract_id: be_u32(bytes, offset::CONTRACT_ID),
+            deadline_us: be_u32(bytes, offset::DEADLINE_US),
+        };
+        Ok((header, payload_len))
+    }
+}
+
+/// `N` bytes of the header starting at `at`; all call sites use constant in-range offsets.
+fn array_at<const N: usize>(bytes: &[u8; HEADER_LEN], at: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&bytes[at..at + N]);
+    out
+}
+
+fn be_u16(bytes: &[u8; HEADER_LEN], at: usize) -> u16 {
+    u16::from_be_bytes(array_at(bytes, at))
+}
+
+fn be_u32(bytes: &[u8; HEADER_LEN], at: usize) -> u32 {
+    u32::from_be_bytes(array_at(bytes, at))
+}

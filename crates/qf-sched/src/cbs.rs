@@ -1,0 +1,115 @@
+//! The Constant Bandwidth Server's arithmetic (Abeni & Buttazzo), as pure functions over
+//! integers: the replenishment condition checked at each job arrival, the postponement on
+//! budget exhaustion and the charge for time run. Products are widened to `u128`, so no input
+//! can overflow; sums saturate.
+
+/// The server state one thread's CBS carries between jobs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Server {
+    /// Maximum budget `Q` (0: the thread has no CBS).
+    pub budget_max: u64,
+    /// Server period `T`: the relative deadline passed to the latest `deadline_set`.
+    pub period: u64,
+    /// Remaining budget `c`.
+    pub budget: u64,
+    /// Server (absolute) deadline `d`.
+    pub deadline: u64,
+}
+
+impl Server {
+    /// True when the thread is served by a CBS.
+    pub const fn enabled(&self) -> bool {
+        self.budget_max > 0
+    }
+
+    /// B_COND: a job arrives at `release` with server period `period`. If the remaining budget
+    /// cannot be used up before the current deadline without exceeding the bandwidth —
+    /// `c·T ≥ (d − r)·Q`, always true once `d ≤ r` — the server takes a fresh deadline
+    /// `d = r + T` and a full budget `c = Q` and this returns `true`; otherwise both are kept
+    /// (the job is served at the old deadline with the budget left) and this returns `false`.
+    pub fn arrive(&mut self, release: u64, period: u64) -> bool {
+        self.period = period;
+        let replenish = match self.deadline.checked_sub(release) {
+            None | Some(0) => true,
+            Some(laxity) => {
+                self.budget as u128 * period as u128 >= laxity as u128 * self.budget_max as u128
+            }
+        };
+        if replenish {
+            self.deadline = release.saturating_add(period);
+            self.budget = self.budget_max;
+        }
+        replenish
+    }
+
+    /// B_ROUT (soft reservation): the budget ran out with work left, so the server gets a full
+    /// budget and its deadline moves one server period later: `c = Q`, `d = d + T`.
+    pub fn postpone(&mut self) {
+        self.budget = self.budget_max;
+        self.deadline = self.deadline.saturating_add(self.period);
+    }
+
+    /// Charges `ran` units of execution; the budget stops at zero.
+    pub fn charge(&mut self, ran: u64) {
+        self.budget = self.budget.saturating_sub(ran);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn server(q: u64, c: u64, d: u64) -> Server {
+        Server {
+            budget_max: q,
+            period: 0,
+            budget: c,
+            deadline: d,
+        }
+    }
+
+    #[test]
+    fn first_job_always_replenishes_from_c_zero_d_zero() {
+        let mut cbs = server(3, 0, 0);
+        assert!(cbs.arrive(3, 8));
+        assert_eq!((cbs.budget, cbs.deadline), (3, 11));
+    }
+
+    #[test]
+    fn too_little_budget_left_for_the_remaining_time_keeps_deadline_and_budget() {
+        // Test Case 1 at t = 13: c = 2, d = 19, Q = 3, T = 8: 2·8 = 16 < (19 − 13)·3 = 18.
+        let mut cbs = server(3, 2, 19);
+        assert!(!cbs.arrive(13, 8));
+        assert_eq!((cbs.budget, cbs.deadline), (2, 19));
+    }
+
+    #[test]
+    fn condition_is_inclusive() {
+        // c·T == (d − r)·Q replenishes: 2·6 = 12 == (14 − 8)·2.
+        let mut cbs = server(2, 2, 14);
+        assert!(cbs.arrive(8, 6));
+        assert_eq!((cbs.budget, cbs.deadline), (2, 14));
+    }
+
+    #[test]
+    fn exhaustion_postpones_by_one_server_period() {
+        let mut cbs = server(3, 0, 11);
+        cbs.period = 8;
+        cbs.postpone();
+        assert_eq!((cbs.budget, cbs.deadline), (3, 19));
+    }
+
+    proptest! {
+        #[test]
+        fn arithmetic_never_overflows(q in any::<u64>(), c in any::<u64>(), d in any::<u64>(),
+                                      r in any::<u64>(), t in any::<u64>(), ran in any::<u64>()) {
+            let mut cbs = server(q, c, d);
+            let replenished = cbs.arrive(r, t);
+            prop_assert!(!replenished || cbs.budget == q);
+            cbs.postpone();
+            cbs.charge(ran);
+            prop_assert!(cbs.budget <= q);
+        }
+    }
+}

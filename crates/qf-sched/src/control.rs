@@ -1,0 +1,389 @@
+//! One thread's control block and the per-thread half of the Figure 1 flow: ending a cycle,
+//! starting the next one (with the CBS arrival rule), pausing/resuming the budget on context
+//! switches, and reacting to the thread's one-shot timer (deadline miss, budget exhaustion).
+//!
+//! The thread's single kernel timer is multiplexed: it is armed at the earlier of the pending
+//! deadline-miss check and the budget exhaustion instant, and `rearm` keeps it so.
+
+use crate::cbs::Server;
+use crate::event::{Event, EventKind, EventRing};
+use crate::{Bandwidth, Kernel, ThreadId};
+
+/// Signature of deadline-miss and budget-overrun callbacks: a plain function, so no
+/// allocation or closure capture is needed; per-registration context travels in
+/// [`Notice::arg`].
+pub type CallbackFn = fn(&Notice);
+
+/// A callback and the opaque argument it is registered with.
+#[derive(Copy, Clone, Debug)]
+pub struct Callback {
+    /// Function to call.
+    pub func: CallbackFn,
+    /// Opaque value handed back in [`Notice::arg`] (an index, or a pointer cast to `usize`).
+    pub arg: usize,
+}
+
+/// What a callback is told. It runs inside the timer-expiry entry point (interrupt context in
+/// Zephyr, scheduler state locked), so it must be short and must not call the scheduler.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    /// The thread concerned.
+    pub thread: ThreadId,
+    /// When the callback runs (`Kernel::now`).
+    pub time: u64,
+    /// Deadline miss: the absolute deadline that was missed. Budget overrun: the server
+    /// deadline after the overrun was handled.
+    pub deadline: u64,
+    /// The registered argument.
+    pub arg: usize,
+}
+
+/// Per-thread scheduling state. Read it through the accessors; change it only through the
+/// [`Scheduler`](crate::Scheduler) API.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct ControlBlock {
+    pub(crate) attached: bool,
+    // Configuration, changed by the setters; none takes effect before the next deadline_set.
+    pub(crate) period: u64,
+    pub(crate) wcet: u64,
+    pub(crate) hard_reservation: bool,
+    pub(crate) miss_callback: Option<Callback>,
+    pub(crate) overrun_callback: Option<Callback>,
+    pub(crate) server: Server,
+    // The current cycle (one job of the thread, from deadline_set to the next).
+    pub(crate) cycle_active: bool,
+    pub(crate) release: u64,
+    pub(crate) period_at_release: u64,
+    pub(crate) deadline: u64,
+    pub(crate) miss_at: Option<u64>,
+    // Budget accounting and kernel-facing state.
+    pub(crate) budget_running_since: Option<u64>,
+    pub(crate) throttled_until: Option<u64>,
+    pub(crate) on_cpu: bool,
+    pub(crate) timer_at: Option<u64>,
+    pub(crate) admitted: Bandwidth,
+}
+
+impl ControlBlock {
+    /// A detached, unconfigured block (what every pool slot starts as).
+    pub const DETACHED: ControlBlock = ControlBlock {
+        attached: false,
+        period: 0,
+        wcet: 0,
+        hard_reservation: false,
+        miss_callback: None,
+        overrun_callback: None,
+        server: Server {
+            budget_max: 0,
+            period: 0,
+            budget: 0,
+            deadline: 0,
+        },
+        cycle_active: false,
+        release: 0,
+        period_at_release: 0,
+        deadline: 0,
+        miss_at: None,
+        budget_running_since: None,
+        throttled_until: None,
+        on_cpu: false,
+        timer_at: None,
+        admitted: Bandwidth::ZERO,
+    };
+
+    /// Whether the slot is attached to a thread.
+    pub const fn is_attached(&self) -> bool {
+        self.attached
+    }
+    /// Configured period (0: not periodic).
+    pub const fn period(&self) -> u64 {
+        self.period
+    }
+    /// CBS maximum budget `Q` (0: no CBS).
+    pub const fn budget_max(&self) -> u64 {
+        self.server.budget_max
+    }
+    /// CBS remaining budget `c` as of the last accounting point (switch, timer, cycle edge).
+    pub const fn budget(&self) -> u64 {
+        self.server.budget
+    }
+    /// CBS server period `T` (the last relative deadline given to `deadline_set`).
+    pub const fn server_period(&self) -> u64 {
+        self.server.period
+    }
+    /// The absolute deadline the kernel currently schedules this thread by.
+    pub const fn deadline(&self) -> u64 {
+        self.deadline
+    }
+    /// The absolute deadline the pending deadline-miss check watches: the cycle's deadline as
+    /// set when it started (a CBS postponement does not move it). `None` once the cycle ended,
+    /// the check fired, or no miss callback is set.
+    pub const fn miss_check_at(&self) -> Option<u64> {
+        self.miss_at
+    }
+    /// The current cycle's activation time.
+    pub const fn release(&self) -> u64 {
+        self.release
+    }
+    /// True between the start of a cycle and its end.
+    pub const fn cycle_active(&self) -> bool {
+        self.cycle_active
+    }
+    /// `Some(t)` while throttled by a hard reservation, until `t`.
+    pub const fn throttled_until(&self) -> Option<u64> {
+        self.throttled_until
+    }
+    /// Bandwidth currently admitted for this thread (counted only with admission control on).
+    pub const fn admitted(&self) -> Bandwidth {
+        self.admitted
+    }
+
+    /// The bandwidth this thread asks for if its next cycle has relative deadline `rel`:
+    /// `Q/T` with a CBS, `WCET/period` for a periodic thread with a declared WCET, else none.
+    pub(crate) fn requested_bandwidth(&self, rel: u64) -> Bandwidth {
+        if self.server.enabled() {
+            Bandwidth::ratio(self.server.budget_max, rel).unwrap_or(Bandwidth::ZERO)
+        } else if self.period > 0 && self.wcet > 0 {
+            Bandwidth::ratio(self.wcet, self.period).unwrap_or(Bandwidth::ZERO)
+        } else {
+            Bandwidth::ZERO
+        }
+    }
+
+    fn record<const E: usize>(
+        &self,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        time: u64,
+        kind: EventKind,
+    ) {
+        ring.push(Event {
+            time,
+            thread: id,
+            kind,
+            budget: self.server.budget,
+            deadline: self.deadline(),
+        });
+    }
+
+    /// Stops the budget clock, charging the time run since it started. Returns whether it ran.
+    fn pause_budget(&mut self, now: u64) -> bool {
+        match self.budget_running_since.take() {
+            Some(since) => {
+                self.server.charge(now.saturating_sub(since));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends the current cycle at `now`: the CBS job ends (budget charged, clock stopped) and
+    /// the deadline-miss check is dropped so no false miss fires.
+    pub(crate) fn end_cycle<const E: usize>(
+        &mut self,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+    ) {
+        if !self.cycle_active {
+            return;
+        }
+        self.pause_budget(now);
+        self.miss_at = None;
+        self.cycle_active = false;
+        self.record(ring, id, now, EventKind::Complete);
+    }
+
+    /// Starts a cycle released at `release` with relative deadline `rel` (Figure 1's upper
+    /// path): CBS arrival rule, new absolute deadline, deadline-miss check, budget clock.
+    pub(crate) fn start_cycle<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        release: u64,
+        rel: u64,
+        now: u64,
+    ) {
+        self.cycle_active = true;
+        self.release = release;
+        self.period_at_release = self.period;
+        let replenished = if self.server.enabled() {
+            let replenished = self.server.arrive(release, rel);
+            self.deadline = self.server.deadline;
+            self.record(ring, id, release, EventKind::Arrival);
+            replenished
+        } else {
+            self.deadline = release.saturating_add(rel);
+            self.record(ring, id, release, EventKind::Release);
+            false
+        };
+        if replenished {
+            self.record(ring, id, release, EventKind::BudgetCondition);
+        }
+        kernel.deadline_set(id, self.deadline);
+        self.miss_at = self.miss_callback.map(|_| self.deadline);
+        // A blocking adapter returns from the suspension already switched back in (now ≥
+        // release): the budget clock starts here. A non-blocking one calls this before the
+        // thread sleeps; the clock then starts at the switch-in after the release.
+        if self.on_cpu && now >= release {
+            self.resume_budget(kernel, ring, id, now);
+        }
+        self.rearm(kernel, id);
+    }
+
+    /// Starts the budget clock if this thread has a CBS job released and is not throttled.
+    fn resume_budget<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+    ) {
+        if !self.server.enabled()
+            || !self.cycle_active
+            || now < self.release
+            || self.throttled_until.is_some()
+            || self.budget_running_since.is_some()
+        {
+            return;
+        }
+        self.budget_running_since = Some(now);
+        self.record(ring, id, now, EventKind::SwitchedTo);
+        if self.server.budget == 0 {
+            self.exhaust(kernel, ring, id, now);
+        }
+    }
+
+    /// SWT_TO: the thread got the CPU.
+    pub(crate) fn switched_in<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+    ) {
+        self.on_cpu = true;
+        if let Some(until) = self.throttled_until {
+            if now < until {
+                return;
+            }
+            // Hard reservation: the throttling period is over, refill (the deadline already
+            // moved when the thread was throttled).
+            self.throttled_until = None;
+            self.server.budget = self.server.budget_max;
+            self.record(ring, id, now, EventKind::BudgetReplenish);
+        }
+        self.resume_budget(kernel, ring, id, now);
+        self.rearm(kernel, id);
+    }
+
+    /// SWT_AY: the thread lost the CPU.
+    pub(crate) fn switched_out<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+    ) {
+        self.on_cpu = false;
+        if self.pause_budget(now) {
+            self.record(ring, id, now, EventKind::SwitchedAway);
+            self.rearm(kernel, id);
+        }
+    }
+
+    /// The thread's timer fired: check the deadline and the budget, then re-arm.
+    pub(crate) fn timer_expired<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+    ) {
+        self.timer_at = None;
+        if let Some(missed) = self.miss_at.filter(|&at| now >= at) {
+            self.miss_at = None;
+            ring.push(Event {
+                time: now,
+                thread: id,
+                kind: EventKind::DeadlineMiss,
+                budget: self.server.budget,
+                deadline: missed,
+            });
+            if let Some(callback) = self.miss_callback {
+                (callback.func)(&Notice {
+                    thread: id,
+                    time: now,
+                    deadline: missed,
+                    arg: callback.arg,
+                });
+            }
+        }
+        if let Some(since) = self.budget_running_since {
+            if now.saturating_sub(since) >= self.server.budget {
+                self.server.budget = 0;
+                self.budget_running_since = Some(now);
+                self.exhaust(kernel, ring, id, now);
+            }
+        }
+        self.rearm(kernel, id);
+    }
+
+    /// The budget is zero while the job still runs (the clock is running): B_ROUT, or
+    /// throttling in hard-reservation mode when the server deadline is still ahead.
+    fn exhaust<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+    ) {
+        let old_deadline = self.server.deadline;
+        if self.hard_reservation && old_deadline > now {
+            self.budget_running_since = None;
+            self.throttled_until = Some(old_deadline);
+            self.server.deadline = old_deadline.saturating_add(self.server.period);
+            self.deadline = self.server.deadline;
+            kernel.deadline_set(id, self.deadline);
+            self.record(ring, id, now, EventKind::Throttle);
+            kernel.suspend_until(id, old_deadline);
+        } else {
+            self.server.postpone();
+            self.deadline = self.server.deadline;
+            self.budget_running_since = Some(now);
+            kernel.deadline_set(id, self.deadline);
+            self.record(ring, id, now, EventKind::BudgetReplenish);
+        }
+        if let Some(callback) = self.overrun_callback {
+            (callback.func)(&Notice {
+                thread: id,
+                time: now,
+                deadline: self.deadline,
+                arg: callback.arg,
+            });
+        }
+        kernel.reschedule();
+    }
+
+    /// Points the thread's one-shot timer at the earliest pending check, talking to the kernel
+    /// only when that instant changes.
+    pub(crate) fn rearm<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) {
+        let miss = self.miss_at;
+        let exhaustion = self
+            .budget_running_since
+            .map(|since| since.saturating_add(self.server.budget));
+        let target = match (miss, exhaustion) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if target == self.timer_at {
+            return;
+        }
+        self.timer_at = target;
+        match target {
+            Some(at) => kernel.timer_arm(id, at),
+            None => kernel.timer_cancel(id),
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! The scheduler: a fixed pool of per-thread control blocks, the event ring, admission control,
+//! and the entry points a kernel calls — the thread API (`deadline_set`, `period_set`, ...), the
+//! context-switch hooks and the timer-expiry handler. Figure 1's lower path (cycle end, period
+//! check, suspension) lives in [`Scheduler::deadline_set`]; the per-thread steps are in
+//! [`crate::ControlBlock`].
+
+use crate::control::{Callback, ControlBlock};
+use crate::event::{Event, EventKind, EventRing};
+use crate::{Bandwidth, Error, Kernel, ThreadId};
+
+/// Periodic EDF and per-thread CBS for up to `THREADS` threads, tracing into a ring of `EVENTS`
+/// events. No allocation: size it once (Zephyr: `CONFIG_QFABRIC_MAX_THREADS`) and keep it in a
+/// static behind the kernel's scheduler lock.
+///
+/// Every method takes the thread by [`ThreadId`] and returns an [`Error`] status rather than
+/// panicking, whatever the input. Methods that act take the [`Kernel`] they act on.
+#[derive(Clone, Debug)]
+pub struct Scheduler<const THREADS: usize, const EVENTS: usize> {
+    threads: [ControlBlock; THREADS],
+    events: EventRing<EVENTS>,
+    admission_bound: Option<Bandwidth>,
+    admitted_total: Bandwidth,
+}
+
+impl<const THREADS: usize, const EVENTS: usize> Default for Scheduler<THREADS, EVENTS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
+    /// A scheduler with every slot detached, admission control off and an empty trace.
+    pub const fn new() -> Self {
+        Self {
+            threads: [ControlBlock::DETACHED; THREADS],
+            events: EventRing::new(),
+            admission_bound: None,
+            admitted_total: Bandwidth::ZERO,
+        }
+    }
+
+    fn slot(&mut self, id: ThreadId) -> Result<&mut ControlBlock, Error> {
+        match self.threads.get_mut(id.index()) {
+            Some(block) if block.attached => Ok(block),
+            _ => Err(Error::UnknownThread),
+        }
+    }
+
+    /// Read-only view of a thread's control block (`None` if out of range or detached).
+    pub fn thread(&self, id: ThreadId) -> Option<&ControlBlock> {
+        self.threads.get(id.index()).filter(|block| block.attached)
+    }
+
+    /// The trace: drain it regularly (it overwrites the oldest entries when full).
+    pub fn events(&mut self) -> &mut EventRing<EVENTS> {
+        &mut self.events
+    }
+
+    /// Claims slot `id` for a thread. Until configured otherwise the thread behaves like plain
+    /// Zephyr EDF: `deadline_set` only sets its absolute deadline.
+    pub fn attach(&mut self, id: ThreadId) -> Result<(), Error> {
+        match self.threads.get_mut(id.index()) {
+            None => Err(Error::UnknownThread),
+            Some(block) if block.attached => Err(Error::AlreadyAttached),
+            Some(block) => {
+                *block = ControlBlock {
+                    attached: true,
+                    ..ControlBlock::DETACHED
+                };
+                Ok(())
+            }
+        }
+    }
+
+    /// Releases slot `id` (thread exit): cancels its timer and returns its admitted bandwidth.
+    pub fn detach<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
+        let block = self.slot(id)?;
+        let admitted = block.admitted;
+        if block.timer_at.is_some() {
+            kernel.timer_cancel(id);
+        }
+        *block = ControlBlock::DETACHED;
+        self.admitted_total = self.admitted_total.saturating_sub(admitted);
+        Ok(())
+    }
+
+    /// `k_thread_period_set`: sets (0: clears) the thread's period. A setter only: it is
+    /// enforced by the next `deadline_set`, which computes the next activation from the period
+    /// current at that moment (so a mid-cycle change takes effect at once).
+    pub fn period_set(&mut self, id: ThreadId, period: u64) -> Result<(), Error> {
+        self.slot(id)?.period = period;
+        Ok(())
+    }
+
+    /// `k_thread_deadline_miss_callback_set`: sets or clears the callback run when a cycle is
+    /// still running at its absolute deadline. A setter only: the check is armed by the next
+    /// `deadline_set`.
+    pub fn deadline_miss_callback_set(
+        &mut self,
+        id: ThreadId,
+        callback: Option<Callback>,
+    ) -> Result<(), Error> {
+        self.slot(id)?.miss_callback = callback;
+        Ok(())
+    }
+
+    /// Gives the thread a private CBS with maximum budget `budget` (0 removes it). The server
+    /// period is the relative deadline passed to each `deadline_set`. A new server starts with
+    /// `c = 0, d = 0`, so its first job always replenishes. Takes effect at the next cycle.
+    pub fn cbs_budget_set(&mut self, id: ThreadId, budget: u64) -> Result<(), Error> {
+        let block = self.slot(id)?;
+        if budget == 0 || !block.server.enabled() {
+            block.server.budget = 0;
+            block.server.deadline = 0;
+        }
+        block.server.budget_max = budget;
+        block.server.budget = block.server.budget.min(budget);
+        Ok(())
+    }
+
+    /// Hard-reservation mode (off by default, beyond the paper): on budget exhaustion with work
+    /// left, the thread is suspended until its server deadline and refilled then, instead of
+    /// getting a postponed deadline at once. Limits a CBS thread to `Q` per server period even
+    /// when the CPU is otherwise idle.
+    pub fn hard_reservation_set(&mut self, id: ThreadId, enabled: bool) -> Result<(), Error> {
+        self.slot(id)?.hard_reservation = enabled;
+        Ok(())
+    }
+
+    /// Sets or clears the callback run whenever the thread's CBS budget is exhausted with work
+    /// left (beyond the paper; off by default).
+    pub fn budget_overrun_callback_set(
+        &mut self,
+        id: ThreadId,
+        callback: Option<Callback>,
+    ) -> Result<(), Error> {
+        self.slot(id)?.overrun_callback = callback;
+        Ok(())
+    }
+
+    /// Declares a periodic thread's worst-case execution time, used only by admission control
+    /// (`WCET/period`). A periodic thread without a declared WCET is not accounted.
+    pub fn wcet_set(&mut self, id: ThreadId, wcet: u64) -> Result<(), Error> {
+        self.slot(id)?.wcet = wcet;
+        Ok(())
+    }
+
+    /// Admission control (off by default, beyond the paper): with `Some(bound)`, a
+    /// `deadline_set` that would raise the total admitted bandwidth above `bound` is refused
+    /// with [`Error::AdmissionRejected`] and changes nothing. Bandwidth is `Q/T` for a CBS
+    /// thread, `WCET/period` for a periodic thread with a declared WCET.
+    pub fn admission_bound_set(&mut self, bound: Option<Bandwidth>) {
+        self.admission_bound = bound;
+    }
+
+    /// Sum of the bandwidth currently admitted (only maintained while admission control is on).
+    pub fn admitted_total(&self) -> Bandwidth {
+        self.admitted_total
+    }
+
+    /// `k_thread_deadline_set`, Figure 1. Called by thread `id` itself with its relative
+    /// deadline `rel` (also its CBS server period). In order:
+    ///
+    /// 1. Admission control, if on: refuse (and change nothing) if the thread's bandwidth would
+    ///    push the total above the bound.
+    /// 2. End the current cycle, if one is running: stop and charge the CBS budget, drop the
+    ///    pending deadline-miss check (so no false miss fires), record COMPLETE.
+    /// 3. With a period and a cycle just ended: if the cycle ended on time, suspend (via
+    ///    [`Kernel::suspend_until`]) until `release + period`, using the period current now; if
+    ///    it ended late, start at once and report [`Error::PeriodOverrun`] — unless the overrun
+    ///    only exists because the period was shortened during the cycle (below the time the
+    ///    cycle took), which the application did on purpose and is not an error.
+    /// 4. Start the next cycle at its activation `r`: with a CBS apply the arrival rule
+    ///    (B_COND), set the absolute deadline (`r + rel`, or the server deadline), arm the
+    ///    deadline-miss check if a callback is set, start the budget clock.
+    ///
+    /// `Err(PeriodOverrun)` is a report: the new cycle has started. Every other error means
+    /// nothing changed.
+    pub fn deadline_set<K: Kernel>(
+        &mut self,
+        kernel: &mut K,
+        id: ThreadId,
+        rel: u64,
+    ) -> Result<(), Error> {
+        if rel == 0 {
+            self.slot(id)?;
+            return Err(Error::ZeroDeadline);
+        }
+        let bound = self.admission_bound;
+        let total = self.admitted_total;
+        let Self {
+            threads, events, ..
+        } = self;
+        let block = match threads.get_mut(id.index()) {
+            Some(block) if block.attached => block,
+            _ => return Err(Error::UnknownThread),
+        };
+        if let Some(bound) = bound {
+            let requested = block.requested_bandwidth(rel);
+            let others = total.saturating_sub(block.admitted);
+            if others.saturating_add(requested) > bound {
+                return Err(Error::AdmissionRejected {
+                    requested,
+                    others,
+                    bound,
+                });
+            }
+            block.admitted = requested;
+            self.admitted_total = others.saturating_add(requested);
+        }
+
+        let now = kernel.now();
+        // The caller is the running thread, whatever the switch hooks reported so far.
+        block.on_cpu = true;
+        let mut status = Ok(());
+        let release = if block.cycle_active {
+            block.end_cycle(events, id, now);
+            let period = block.period;
+            if period > 0 {
+                let activation = block.release.saturating_add(period);
+                if now <= activation {
+                    if now < activation {
+                        kernel.suspend_until(id, activation);
+                    }
+                    activation
+                } else {
+                    let shortened_on_purpose = period < block.period_at_release
+                        && (block.period_at_release == 0
+                            || now <= block.release.saturating_add(block.period_at_release));
+                    if !shortened_on_purpose {
+                        status = Err(Error::PeriodOverrun {
+                            late_by: now - activation,
+                        });
+                        events.push(Event {
+                            time: now,
+                            thread: id,
+                            kind: EventKind::PeriodOverrun,
+                            budget: block.server.budget,
+                            deadline: block.deadline,
+                        });
+                    }
+                    now
+                }
+            } else {
+                now
+            }
+        } else {
+            now
+        };
+        // A blocking adapter has slept until `release` by now; read the clock again.
+        let now = kernel.now();
+        block.start_cycle(kernel, events, id, release, rel, now);
+        status
+    }
+
+    /// Ends the thread's current cycle without starting another (the thread stops being
+    /// periodic, or exits): charges the CBS budget, drops the deadline-miss check.
+    pub fn cycle_end<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
+        let now = kernel.now();
+        let Self {
+            threads, events, ..
+        } = self;
+        let block = match threads.get_mut(id.index()) {
+            Some(block) if block.attached => block,
+            _ => return Err(Error::UnknownThread),
+        };
+        block.end_cycle(events, id, now);
+        block.rearm(kernel, id);
+        Ok(())
+    }
+
+    /// Context-switch hook for the incoming thread (`z_cbs_switched_in`): restarts its budget
+    /// clock with the remaining budget (SWT_TO), or refills it after a hard-reservation
+    /// throttle. Cheap for threads without a CBS. Call with the scheduler lock held.
+    #[inline]
+    pub fn switched_in<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
+        let now = kernel.now();
+        let Self {
+            threads, events, ..
+        } = self;
+        match threads.get_mut(id.index()) {
+            Some(block) if block.attached => {
+                block.switched_in(kernel, events, id, now);
+                Ok(())
+            }
+            _ => Err(Error::UnknownThread),
+        }
+    }
+
+    /// Context-switch hook for the outgoing thread (`z_cbs_switched_out`): stops its budget
+    /// clock and charges the time it ran (SWT_AY). Cheap for threads without a CBS.
+    #[inline]
+    pub fn switched_out<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
+        let now = kernel.now();
+        let Self {
+            threads, events, ..
+        } = self;
+        match threads.get_mut(id.index()) {
+            Some(block) if block.attached => {
+                block.switched_out(kernel, events, id, now);
+                Ok(())
+            }
+            _ => Err(Error::UnknownThread),
+        }
+    }
+
+    /// Timer-expiry entry point: the adapter calls it when thread `id`'s one-shot timer fires.
+    /// Runs the deadline-miss check (DEADLINE_MISS + callback) and the budget check (B_ROUT,
+    /// or THROTTLE in hard-reservation mode, + overrun callback + reschedule request), then
+    /// re-arms the timer. A stale or early expiry is harmless.
+    pub fn timer_expired<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
+        let now = kernel.now();
+        let Self {
+            threads, events, ..
+        } = self;
+        match threads.get_mut(id.index()) {
+            Some(block) if block.attached => {
+                block.timer_expired(kernel, events, id, now);
+                Ok(())
+            }
+            _ => Err(Error::UnknownThread),
+        }
+    }
+}

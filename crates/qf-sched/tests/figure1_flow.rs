@@ -1,0 +1,396 @@
+//! The `deadline_set` flow of the paper's Figure 1, one path per test, plus the CBS hooks and
+//! the extensions beyond the paper (admission control, hard reservation, overrun callback),
+//! checked against exactly what the scheduler asks of the kernel.
+
+mod recording_kernel;
+
+use std::cell::RefCell;
+
+use qf_sched::{Bandwidth, Callback, Error, EventKind, Notice, Scheduler, ThreadId};
+use recording_kernel::{RecordingKernel, Request};
+
+const T0: ThreadId = ThreadId(0);
+const T1: ThreadId = ThreadId(1);
+
+type Sched = Scheduler<4, 64>;
+
+thread_local! {
+    static NOTICES: RefCell<Vec<Notice>> = const { RefCell::new(Vec::new()) };
+}
+
+fn remember(notice: &Notice) {
+    NOTICES.with(|n| n.borrow_mut().push(*notice));
+}
+
+fn notices() -> Vec<Notice> {
+    NOTICES.with(|n| std::mem::take(&mut *n.borrow_mut()))
+}
+
+fn callback(arg: usize) -> Option<Callback> {
+    Some(Callback {
+        func: remember,
+        arg,
+    })
+}
+
+fn kinds(sched: &mut Sched) -> Vec<(u64, EventKind, u64, u64)> {
+    sched
+        .events()
+        .drain()
+        .map(|e| (e.time, e.kind, e.budget, e.deadline))
+        .collect()
+}
+
+fn setup(threads: &[ThreadId]) -> (Sched, RecordingKernel) {
+    let mut sched = Sched::new();
+    for &t in threads {
+        sched.attach(t).expect("free slot");
+    }
+    (sched, RecordingKernel::default())
+}
+
+#[test]
+fn without_period_or_callback_deadline_set_only_sets_the_absolute_deadline() {
+    let (mut sched, mut k) = setup(&[T0]);
+    k.now = 100;
+    assert_eq!(sched.deadline_set(&mut k, T0, 30), Ok(()));
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 130)]);
+    k.now = 110;
+    assert_eq!(sched.deadline_set(&mut k, T0, 5), Ok(()));
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 115)]);
+}
+
+#[test]
+fn with_a_miss_callback_the_timer_is_armed_at_the_deadline_and_rearmed_at_each_cycle_end() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.deadline_miss_callback_set(T0, callback(7)).unwrap();
+    k.now = 10;
+    sched.deadline_set(&mut k, T0, 20).unwrap();
+    assert_eq!(
+        k.take(),
+        vec![Request::Deadline(T0, 30), Request::TimerArm(T0, 30)]
+    );
+    // The cycle ends before its deadline: the old check is dropped, the new one armed.
+    k.now = 25;
+    sched.deadline_set(&mut k, T0, 20).unwrap();
+    assert_eq!(
+        k.take(),
+        vec![Request::Deadline(T0, 45), Request::TimerArm(T0, 45)]
+    );
+    assert!(notices().is_empty());
+}
+
+#[test]
+fn a_cycle_running_at_its_deadline_fires_the_miss_callback_once_with_that_deadline() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.deadline_miss_callback_set(T0, callback(42)).unwrap();
+    sched.deadline_set(&mut k, T0, 20).unwrap();
+    k.now = 20;
+    sched.timer_expired(&mut k, T0).unwrap();
+    let fired = notices();
+    assert_eq!(fired.len(), 1);
+    assert_eq!(
+        (
+            fired[0].thread,
+            fired[0].time,
+            fired[0].deadline,
+            fired[0].arg
+        ),
+        (T0, 20, 20, 42)
+    );
+    // No second report for the same cycle.
+    k.now = 21;
+    sched.timer_expired(&mut k, T0).unwrap();
+    assert!(notices().is_empty());
+    let events = kinds(&mut sched);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.1 == EventKind::DeadlineMiss)
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn an_early_timer_expiry_reports_nothing_and_rearms() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.deadline_miss_callback_set(T0, callback(0)).unwrap();
+    sched.deadline_set(&mut k, T0, 20).unwrap();
+    k.take();
+    k.now = 19;
+    sched.timer_expired(&mut k, T0).unwrap();
+    assert!(notices().is_empty());
+    assert_eq!(k.take(), vec![Request::TimerArm(T0, 20)]);
+}
+
+#[test]
+fn a_periodic_thread_suspends_for_the_rest_of_its_period_then_starts_the_next_cycle() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.period_set(T0, 7).unwrap();
+    sched.deadline_set(&mut k, T0, 7).unwrap();
+    k.take();
+    k.now = 4;
+    assert_eq!(sched.deadline_set(&mut k, T0, 7), Ok(()));
+    assert_eq!(
+        k.take(),
+        vec![Request::Suspend(T0, 7), Request::Deadline(T0, 14)]
+    );
+    assert_eq!(sched.thread(T0).map(|b| b.release()), Some(7));
+}
+
+#[test]
+fn a_cycle_ending_exactly_at_the_period_boundary_starts_the_next_without_suspension() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.period_set(T0, 7).unwrap();
+    sched.deadline_set(&mut k, T0, 7).unwrap();
+    k.take();
+    k.now = 7;
+    assert_eq!(sched.deadline_set(&mut k, T0, 7), Ok(()));
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 14)]);
+}
+
+#[test]
+fn a_mid_cycle_period_change_takes_effect_at_once() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.period_set(T0, 10).unwrap();
+    sched.deadline_set(&mut k, T0, 10).unwrap();
+    k.now = 2;
+    sched.period_set(T0, 5).unwrap();
+    k.take();
+    k.now = 3;
+    sched.deadline_set(&mut k, T0, 10).unwrap();
+    assert_eq!(
+        k.take(),
+        vec![Request::Suspend(T0, 5), Request::Deadline(T0, 15)]
+    );
+}
+
+#[test]
+fn a_period_overrun_is_reported_and_the_next_cycle_starts_at_once() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.period_set(T0, 7).unwrap();
+    sched.deadline_set(&mut k, T0, 7).unwrap();
+    k.take();
+    k.now = 9;
+    assert_eq!(
+        sched.deadline_set(&mut k, T0, 7),
+        Err(Error::PeriodOverrun { late_by: 2 })
+    );
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 16)]);
+    let events = kinds(&mut sched);
+    assert!(events.contains(&(9, EventKind::PeriodOverrun, 0, 7)));
+}
+
+#[test]
+fn shortening_the_period_below_the_execution_time_is_not_an_overrun() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.period_set(T0, 10).unwrap();
+    sched.deadline_set(&mut k, T0, 10).unwrap();
+    k.now = 6;
+    sched.period_set(T0, 4).unwrap();
+    k.take();
+    assert_eq!(sched.deadline_set(&mut k, T0, 10), Ok(()));
+    // No suspension at all: the next cycle starts now.
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 16)]);
+}
+
+#[test]
+fn shortening_the_period_does_not_excuse_overrunning_the_original_period_too() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.period_set(T0, 10).unwrap();
+    sched.deadline_set(&mut k, T0, 10).unwrap();
+    sched.period_set(T0, 4).unwrap();
+    k.now = 12;
+    assert_eq!(
+        sched.deadline_set(&mut k, T0, 10),
+        Err(Error::PeriodOverrun { late_by: 8 })
+    );
+}
+
+/// A CBS thread (Q = 3) whose job arrives at 3 with relative deadline (server period) 8.
+fn cbs_thread_started_at_3() -> (Sched, RecordingKernel) {
+    let (mut sched, mut k) = setup(&[T0, T1]);
+    sched.cbs_budget_set(T1, 3).unwrap();
+    k.now = 3;
+    sched.switched_in(&mut k, T1).unwrap();
+    sched.deadline_set(&mut k, T1, 8).unwrap();
+    (sched, k)
+}
+
+#[test]
+fn a_new_cbs_replenishes_on_its_first_job_and_starts_the_budget_clock() {
+    let (mut sched, mut k) = cbs_thread_started_at_3();
+    assert_eq!(
+        k.take(),
+        vec![Request::Deadline(T1, 11), Request::TimerArm(T1, 6)]
+    );
+    assert_eq!(
+        kinds(&mut sched),
+        vec![
+            (3, EventKind::Arrival, 3, 11),
+            (3, EventKind::BudgetCondition, 3, 11),
+            (3, EventKind::SwitchedTo, 3, 11),
+        ]
+    );
+}
+
+#[test]
+fn switching_away_charges_the_time_run_and_switching_back_resumes_with_the_rest() {
+    let (mut sched, mut k) = cbs_thread_started_at_3();
+    k.take();
+    kinds(&mut sched);
+    k.now = 4;
+    sched.switched_out(&mut k, T1).unwrap();
+    assert_eq!(k.take(), vec![Request::TimerCancel(T1)]);
+    k.now = 10;
+    sched.switched_in(&mut k, T1).unwrap();
+    assert_eq!(k.take(), vec![Request::TimerArm(T1, 12)]);
+    assert_eq!(
+        kinds(&mut sched),
+        vec![
+            (4, EventKind::SwitchedAway, 2, 11),
+            (10, EventKind::SwitchedTo, 2, 11)
+        ]
+    );
+}
+
+#[test]
+fn budget_exhaustion_with_work_left_postpones_the_deadline_and_refills() {
+    let (mut sched, mut k) = cbs_thread_started_at_3();
+    sched.budget_overrun_callback_set(T1, callback(9)).unwrap();
+    k.take();
+    kinds(&mut sched);
+    k.now = 6;
+    sched.timer_expired(&mut k, T1).unwrap();
+    assert_eq!(
+        k.take(),
+        vec![
+            Request::Deadline(T1, 19),
+            Request::Reschedule,
+            Request::TimerArm(T1, 9)
+        ]
+    );
+    assert_eq!(
+        kinds(&mut sched),
+        vec![(6, EventKind::BudgetReplenish, 3, 19)]
+    );
+    let fired = notices();
+    assert_eq!((fired.len(), fired[0].deadline, fired[0].arg), (1, 19, 9));
+}
+
+#[test]
+fn a_job_arriving_with_budget_that_fits_before_the_deadline_keeps_both() {
+    let (mut sched, mut k) = cbs_thread_started_at_3();
+    // Runs 1 unit, the job ends at 4 (c = 2, d = 11); the next arrives at 5:
+    // c·T = 2·8 = 16 < (d − r)·Q = (11 − 5)·3 = 18, so c and d are kept (no B_COND).
+    k.now = 4;
+    sched.cycle_end(&mut k, T1).unwrap();
+    k.now = 5;
+    kinds(&mut sched);
+    sched.deadline_set(&mut k, T1, 8).unwrap();
+    assert_eq!(
+        kinds(&mut sched),
+        vec![
+            (5, EventKind::Arrival, 2, 11),
+            (5, EventKind::SwitchedTo, 2, 11)
+        ]
+    );
+    // Had it arrived one unit later (ending this job at once, c = 2), the same rule
+    // replenishes: 16 ≥ (11 − 6)·3 = 15.
+    sched.cycle_end(&mut k, T1).unwrap();
+    k.now = 6;
+    sched.deadline_set(&mut k, T1, 8).unwrap();
+    assert!(kinds(&mut sched).contains(&(6, EventKind::BudgetCondition, 3, 14)));
+}
+
+#[test]
+fn hard_reservation_throttles_until_the_server_deadline_then_refills() {
+    let (mut sched, mut k) = cbs_thread_started_at_3();
+    sched.hard_reservation_set(T1, true).unwrap();
+    k.take();
+    kinds(&mut sched);
+    k.now = 6;
+    sched.timer_expired(&mut k, T1).unwrap();
+    // The one-shot timer has fired, so nothing is left to cancel.
+    assert_eq!(
+        k.take(),
+        vec![
+            Request::Deadline(T1, 19),
+            Request::Suspend(T1, 11),
+            Request::Reschedule
+        ]
+    );
+    assert_eq!(sched.thread(T1).and_then(|b| b.throttled_until()), Some(11));
+    sched.switched_out(&mut k, T1).unwrap();
+    // A switch-in before the throttle ends does not run the budget.
+    k.now = 10;
+    sched.switched_in(&mut k, T1).unwrap();
+    assert_eq!(sched.thread(T1).map(|b| b.budget()), Some(0));
+    k.now = 11;
+    sched.switched_in(&mut k, T1).unwrap();
+    assert_eq!(k.take(), vec![Request::TimerArm(T1, 14)]);
+    assert_eq!(
+        kinds(&mut sched),
+        vec![
+            (6, EventKind::Throttle, 0, 19),
+            (11, EventKind::BudgetReplenish, 3, 19),
+            (11, EventKind::SwitchedTo, 3, 19),
+        ]
+    );
+}
+
+#[test]
+fn admission_control_is_off_by_default() {
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.cbs_budget_set(T0, 10).unwrap();
+    assert_eq!(sched.deadline_set(&mut k, T0, 5), Ok(()));
+}
+
+#[test]
+fn admission_control_refuses_a_thread_that_would_exceed_the_bound_and_changes_nothing() {
+    let (mut sched, mut k) = setup(&[T0, T1]);
+    sched.admission_bound_set(Bandwidth::ratio(1, 1));
+    sched.period_set(T0, 7).unwrap();
+    sched.wcet_set(T0, 4).unwrap();
+    assert_eq!(sched.deadline_set(&mut k, T0, 7), Ok(()));
+    sched.cbs_budget_set(T1, 4).unwrap();
+    k.take();
+    let refused = sched.deadline_set(&mut k, T1, 8);
+    let Err(Error::AdmissionRejected {
+        requested,
+        others,
+        bound,
+    }) = refused
+    else {
+        panic!("expected a rejection, got {refused:?}");
+    };
+    assert_eq!(
+        (requested.ppm(), others.ppm(), bound.ppm()),
+        (500_000, 571_428, 1_000_000)
+    );
+    assert!(k.take().is_empty());
+    assert!(!sched.thread(T1).is_some_and(|b| b.cycle_active()));
+    // Q = 3 fits: 4/7 + 3/8 ≈ 0.946.
+    sched.cbs_budget_set(T1, 3).unwrap();
+    assert_eq!(sched.deadline_set(&mut k, T1, 8), Ok(()));
+    assert_eq!(sched.admitted_total().ppm(), 946_428);
+    sched.detach(&mut k, T1).unwrap();
+    assert_eq!(sched.admitted_total().ppm(), 571_428);
+}
+
+#[test]
+fn calls_for_unknown_or_detached_threads_return_an_error() {
+    let (mut sched, mut k) = setup(&[T0]);
+    assert_eq!(
+        sched.deadline_set(&mut k, ThreadId(9), 5),
+        Err(Error::UnknownThread)
+    );
+    assert_eq!(sched.switched_in(&mut k, T1), Err(Error::UnknownThread));
+    assert_eq!(sched.attach(T0), Err(Error::AlreadyAttached));
+    assert_eq!(sched.deadline_set(&mut k, T0, 0), Err(Error::ZeroDeadline));
+    assert_eq!(
+        sched.timer_expired(&mut k, ThreadId(u16::MAX)),
+        Err(Error::UnknownThread)
+    );
+}

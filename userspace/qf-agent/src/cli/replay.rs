@@ -1,0 +1,87 @@
+//! `qf replay`: ordered trace replay of one chain under one policy.
+
+use super::ContractArgs;
+use crate::chain::Chain;
+use crate::replay::{replay, Policy, ReplayInputs, ReplayResult};
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// Replay measured traces through a chain under a placement policy.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// Chain file (TOML, tasks in chain order).
+    #[arg(long)]
+    pub chain: PathBuf,
+    /// Directory of `TASK.DOMAIN.csv` traces to replay.
+    #[arg(long)]
+    pub traces: PathBuf,
+    /// Placement policy.
+    #[arg(long, value_enum)]
+    pub policy: Policy,
+    /// Chain observations to replay.
+    #[arg(long, default_value_t = 500)]
+    pub observations: usize,
+    /// Directory of profile traces for the p95 predictions (default: the replayed traces).
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Idle, ordinary-caller traces for the deadline rule (Eq. 4) and the `static` policy.
+    #[arg(long)]
+    pub idle_traces: Option<PathBuf>,
+    #[command(flatten)]
+    pub contract: ContractArgs,
+    /// Print one JSON object instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ReplayArgs {
+    pub fn run(&self) -> Result<()> {
+        let result = self.execute()?;
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&result)?);
+        } else {
+            print!("{}", summary(&result));
+        }
+        Ok(())
+    }
+
+    pub fn execute(&self) -> Result<ReplayResult> {
+        let config = self.contract.config()?;
+        let chain = Chain::load(&self.chain)?;
+        let inputs = ReplayInputs::load(
+            chain,
+            &self.traces,
+            self.profile.as_deref(),
+            self.idle_traces.as_deref(),
+        )?;
+        replay(&inputs, self.policy, config, self.observations)
+    }
+}
+
+/// Human-readable summary of a replay.
+pub fn summary(result: &ReplayResult) -> String {
+    let mut text = format!(
+        "policy {}: {} observations, D_G {:.0} us, p95 {:.1} us, miss rate {:.2}%, switches {}, commits {}, rollbacks {}{}\n",
+        result.policy.as_str(),
+        result.observations,
+        result.graph_deadline_us,
+        result.p95_us,
+        100.0 * result.miss_rate,
+        result.switches,
+        result.commits,
+        result.rollbacks,
+        if result.open_at_end { ", probation open at end" } else { "" },
+    );
+    for decision in &result.decisions {
+        text.push_str(&format!(
+            "  window {:>4}: {:<8} {:<30} {} {} -> {}\n",
+            decision.window,
+            decision.action.as_str(),
+            decision.reason.as_str(),
+            decision.task,
+            decision.from,
+            decision.to
+        ));
+    }
+    text
+}

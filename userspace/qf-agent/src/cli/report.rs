@@ -1,0 +1,43 @@
+//! `qf report DIR`: tables and plots regenerated from a campaign's raw records.
+
+use crate::stats::{Bootstrap, BOOTSTRAP_BLOCK, BOOTSTRAP_RESAMPLES, DEFAULT_SEED};
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+
+/// Regenerate every table (Markdown + CSV) and SVG plot of a campaign directory.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// Campaign directory (traces/, profile/, evaluate/); output goes to DIR/report/.
+    pub dir: PathBuf,
+    /// Bootstrap resamples for the CIs.
+    #[arg(long, default_value_t = BOOTSTRAP_RESAMPLES)]
+    pub resamples: usize,
+    /// Bootstrap block length.
+    #[arg(long, default_value_t = BOOTSTRAP_BLOCK)]
+    pub block: usize,
+    /// Bootstrap seed.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    pub seed: u64,
+    /// Hide progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl ReportArgs {
+    pub fn run(&self) -> Result<()> {
+        if !self.dir.is_dir() {
+            bail!("campaign directory {} does not exist", self.dir.display());
+        }
+        let bootstrap = Bootstrap {
+            resamples: self.resamples,
+            block: self.block,
+            seed: self.seed,
+            level_permille: 950,
+        };
+        let written = crate::report::generate(&self.dir, bootstrap, !self.quiet)?;
+        for path in written {
+            println!("{}", path.display());
+        }
+        Ok(())
+    }
+}

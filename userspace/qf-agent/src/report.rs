@@ -1,0 +1,563 @@
+//! `qf report DIR`: regenerates every table (Markdown + CSV) and plot (SVG) of a campaign from its
+//! raw records alone, and records the SHA-256 of every input.
+//!
+//! Campaign layout (what `qf profile` and `qf evaluate` write):
+//! * `traces/<load>/<caller>/<workload>.<domain>.csv` — per-call traces → per-call p95 with
+//!   block-bootstrap CIs (Table IV) and `per_call_p95.svg`;
+//! * `profile/<load>/<caller>/observations.csv` — raw profile observations with compute time →
+//!   the idle decomposition of Eq. 1 (Table V);
+//! * `evaluate/cells.jsonl` — replay results → chain table (Table VI), ablation (Table VII) and
+//!   `chain_p95.svg`;
+//! * `evaluate/decision_cost.csv` — per-decision wall times → decision cost (RQ5).
+//!
+//! Output goes to `DIR/report/`. Missing inputs leave their table out with a note, never a guess.
+
+use crate::evaluate::{read_cells, CellResult};
+use crate::model::DomainId;
+use crate::stats::{percentile, Bootstrap};
+use crate::synthetic::{CALLERS, LOADS, WORKLOADS};
+use crate::traces::{trace_file_name, Trace};
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// A table kept as rows of cells, rendered to both Markdown and CSV.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(title: &str, header: &[&str]) -> Self {
+        Self {
+            title: title.into(),
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut text = format!(
+            "## {}\n\n| {} |\n|{}\n",
+            self.title,
+            self.header.join(" | "),
+            " --- |".repeat(self.header.len())
+        );
+        for row in &self.rows {
+            let _ = writeln!(text, "| {} |", row.join(" | "));
+        }
+        text
+    }
+
+    pub fn csv(&self) -> Result<String> {
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.write_record(&self.header)?;
+        for row in &self.rows {
+            writer.write_record(row)?;
+        }
+        Ok(String::from_utf8(writer.into_inner()?)?)
+    }
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.2}", us / 1000.0)
+}
+
+/// SHA-256 of a file, hex.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(hex::encode(Sha256::digest(&bytes)))
+}
+
+/// Generates the report for campaign `dir`; returns the files written.
+pub fn generate(dir: &Path, bootstrap: Bootstrap, progress: bool) -> Result<Vec<PathBuf>> {
+    let out = dir.join("report");
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut inputs: Vec<PathBuf> = Vec::new();
+    let mut tables: Vec<(&str, Table)> = Vec::new();
+    let mut notes = Vec::new();
+    let mut written = Vec::new();
+
+    let traces_root = dir.join("traces");
+    let per_call = per_call_table(&traces_root, bootstrap, progress, &mut inputs)?;
+    match per_call {
+        Some((table, points)) => {
+            tables.push(("per_call_p95", table));
+            let svg = out.join("per_call_p95.svg");
+            plot_per_call(&svg, &points)?;
+            written.push(svg);
+        }
+        None => notes.push(format!(
+            "no per-call traces under {}",
+            traces_root.display()
+        )),
+    }
+
+    match decomposition_table(&dir.join("profile"), &mut inputs)? {
+        Some(table) => tables.push(("decomposition", table)),
+        None => notes.push(
+            "no profile observations (profile/idle/ordinary/observations.csv): no decomposition"
+                .into(),
+        ),
+    }
+
+    let cells_path = dir.join("evaluate").join("cells.jsonl");
+    if cells_path.exists() {
+        inputs.push(cells_path.clone());
+        let cells = read_cells(&cells_path)?;
+        if cells.iter().any(|c| c.synthetic) {
+            notes.push("chain results come from SYNTHETIC traces shaped after the paper's Table IV, not measurements".into());
+        }
+        tables.push(("chain", chain_table(&cells)));
+        tables.push(("ablation", ablation_table(&cells)));
+        let svg = out.join("chain_p95.svg");
+        plot_chain(&svg, &cells)?;
+        written.push(svg);
+    } else {
+        notes.push(format!(
+            "no {}: no chain or ablation tables",
+            cells_path.display()
+        ));
+    }
+
+    let cost_path = dir.join("evaluate").join("decision_cost.csv");
+    if cost_path.exists() {
+        inputs.push(cost_path.clone());
+        tables.push(("decision_cost", decision_cost_table(&cost_path, bootstrap)?));
+    } else {
+        notes.push(format!(
+            "no {}: no decision-cost table",
+            cost_path.display()
+        ));
+    }
+
+    let mut index = String::from(
+        "# QFabric campaign report\n\nGenerated by `qf report` from raw records only.\n",
+    );
+    index.push_str("Percentiles: linear interpolation between closest ranks (type 7); CIs: circular block bootstrap ");
+    let _ = writeln!(
+        index,
+        "({} resamples, block {}, seed {}).\n",
+        bootstrap.resamples, bootstrap.block, bootstrap.seed
+    );
+    for note in &notes {
+        let _ = writeln!(index, "- Note: {note}");
+    }
+    for (name, table) in &tables {
+        let md = out.join(format!("{name}.md"));
+        let csv_path = out.join(format!("{name}.csv"));
+        std::fs::write(&md, table.markdown())
+            .with_context(|| format!("writing {}", md.display()))?;
+        std::fs::write(&csv_path, table.csv()?)
+            .with_context(|| format!("writing {}", csv_path.display()))?;
+        let _ = write!(index, "\n{}", table.markdown());
+        written.extend([md, csv_path]);
+    }
+    let mut digests = String::new();
+    inputs.sort();
+    inputs.dedup();
+    for input in &inputs {
+        let relative = input.strip_prefix(dir).unwrap_or(input);
+        let _ = writeln!(digests, "{}  {}", sha256_file(input)?, relative.display());
+    }
+    let digest_path = out.join("inputs.sha256");
+    std::fs::write(&digest_path, &digests)
+        .with_context(|| format!("writing {}", digest_path.display()))?;
+    let _ = write!(index, "\n## Inputs (SHA-256)\n\n```\n{digests}```\n");
+    let index_path = out.join("README.md");
+    std::fs::write(&index_path, index)
+        .with_context(|| format!("writing {}", index_path.display()))?;
+    written.extend([digest_path, index_path]);
+    Ok(written)
+}
+
+/// (load, workload, domain, p95 µs) for the per-call plot.
+type PerCallPoint = (usize, usize, DomainId, f64);
+
+fn per_call_table(
+    root: &Path,
+    bootstrap: Bootstrap,
+    progress: bool,
+    inputs: &mut Vec<PathBuf>,
+) -> Result<Option<(Table, Vec<PerCallPoint>)>> {
+    let mut table = Table::new(
+        "Per-call p95 latency (ms), ordinary callers, 95% block-bootstrap CIs",
+        &[
+            "load",
+            "workload",
+            "samples",
+            "linux p95",
+            "linux CI low",
+            "linux CI high",
+            "mcu p95",
+            "mcu CI low",
+            "mcu CI high",
+        ],
+    );
+    let mut points = Vec::new();
+    let bar = if progress {
+        indicatif::ProgressBar::new((LOADS.len() * WORKLOADS.len()) as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    for (load_index, load) in LOADS.iter().enumerate() {
+        for (workload_index, workload) in WORKLOADS.iter().enumerate() {
+            bar.inc(1);
+            let dir = root.join(load).join(CALLERS[0]);
+            let mut row = vec![load.to_string(), workload.to_string()];
+            let mut cells = Vec::new();
+            let mut samples = 0;
+            for domain in DomainId::ALL {
+                let path = dir.join(trace_file_name(workload, domain));
+                if !path.exists() {
+                    cells.extend(["n/a".to_string(), String::new(), String::new()]);
+                    continue;
+                }
+                let trace = Trace::load(&path)?;
+                inputs.push(path);
+                samples = samples.max(trace.samples.len());
+                match bootstrap.percentile_ci(&trace.latencies(), 0.95) {
+                    Some(estimate) => {
+                        points.push((load_index, workload_index, domain, estimate.value));
+                        cells.extend([
+                            ms(estimate.value),
+                            ms(estimate.ci_low),
+                            ms(estimate.ci_high),
+                        ]);
+                    }
+                    None => cells.extend(["empty".to_string(), String::new(), String::new()]),
+                }
+            }
+            if samples == 0 {
+                continue;
+            }
+            row.push(samples.to_string());
+            row.extend(cells);
+            table.rows.push(row);
+        }
+    }
+    bar.finish_and_clear();
+    Ok((!table.rows.is_empty()).then_some((table, points)))
+}
+
+#[derive(serde::Deserialize)]
+struct ProfileRow {
+    task: String,
+    domain: DomainId,
+    latency_us: f64,
+    compute_us: f64,
+}
+
+fn decomposition_table(profile_root: &Path, inputs: &mut Vec<PathBuf>) -> Result<Option<Table>> {
+    let path = profile_root
+        .join("idle")
+        .join("ordinary")
+        .join("observations.csv");
+    if !path.exists() {
+        return Ok(None);
+    }
+    inputs.push(path.clone());
+    let mut reader =
+        csv::Reader::from_path(&path).with_context(|| format!("opening {}", path.display()))?;
+    let mut groups: std::collections::BTreeMap<(String, DomainId), (Vec<f64>, Vec<f64>)> =
+        Default::default();
+    for (index, row) in reader.deserialize::<ProfileRow>().enumerate() {
+        let row = row.with_context(|| format!("{} line {}", path.display(), index + 2))?;
+        let entry = groups.entry((row.task, row.domain)).or_default();
+        entry.0.push(row.latency_us);
+        entry.1.push(row.compute_us);
+    }
+    let mut table = Table::new(
+        "Idle per-call decomposition (Eq. 1): residual = median latency − median compute",
+        &[
+            "task",
+            "domain",
+            "samples",
+            "latency p50 (us)",
+            "compute p50 (us)",
+            "residual p50 (us)",
+        ],
+    );
+    for ((task, domain), (latency, compute)) in groups {
+        let latency_p50 = percentile(&latency, 0.5).unwrap_or(f64::NAN);
+        let compute_p50 = percentile(&compute, 0.5).unwrap_or(f64::NAN);
+        table.rows.push(vec![
+            task,
+            domain.to_string(),
+            latency.len().to_string(),
+            format!("{latency_p50:.2}"),
+            format!("{compute_p50:.2}"),
+            format!("{:.2}", latency_p50 - compute_p50),
+        ]);
+    }
+    Ok(Some(table))
+}
+
+fn chain_table(cells: &[CellResult]) -> Table {
+    let mut table = Table::new(
+        "Replayed four-node chain (p95 in ms, miss rate in %)",
+        &[
+            "load",
+            "workload",
+            "D_G (ms)",
+            "policy",
+            "caller",
+            "observations",
+            "p95",
+            "miss %",
+            "switches",
+            "commits",
+            "rollbacks",
+            "open at end",
+        ],
+    );
+    for cell in cells.iter().filter(|c| c.experiment == "grid") {
+        let r = &cell.result;
+        table.rows.push(vec![
+            cell.load.clone(),
+            cell.workload.clone(),
+            ms(r.graph_deadline_us),
+            cell.label.clone(),
+            cell.caller.clone(),
+            r.observations.to_string(),
+            ms(r.p95_us),
+            format!("{:.1}", 100.0 * r.miss_rate),
+            r.switches.to_string(),
+            r.commits.to_string(),
+            r.rollbacks.to_string(),
+            r.open_at_end.to_string(),
+        ]);
+    }
+    table
+}
+
+fn ablation_table(cells: &[CellResult]) -> Table {
+    let mut table = Table::new(
+        "Hysteresis ablation: k = 1 against k = 3 (first switch window, p95 ms and miss % k=3 → k=1)",
+        &["load", "workload", "caller", "k=1 first switch window", "p95 k=3", "p95 k=1", "miss % k=3", "miss % k=1", "k=1 outcome", "k=3 switches"],
+    );
+    let ablation: Vec<&CellResult> = cells
+        .iter()
+        .filter(|c| c.experiment == "ablation")
+        .collect();
+    for k1 in ablation.iter().filter(|c| c.result.hysteresis == 1) {
+        let Some(k3) = ablation.iter().find(|c| {
+            c.result.hysteresis == 3
+                && c.workload == k1.workload
+                && c.load == k1.load
+                && c.caller == k1.caller
+        }) else {
+            continue;
+        };
+        let first_switch = k1
+            .result
+            .decisions
+            .iter()
+            .find(|d| d.action == crate::controller::Action::Switch);
+        let outcome = match (
+            first_switch,
+            k1.result.rollbacks,
+            k1.result.commits,
+            k1.result.open_at_end,
+        ) {
+            (None, ..) => "no switch".to_string(),
+            (Some(_), rollbacks, commits, open) => {
+                format!(
+                    "{rollbacks} rolled back, {commits} committed{}",
+                    if open { ", open at end" } else { "" }
+                )
+            }
+        };
+        table.rows.push(vec![
+            k1.load.clone(),
+            k1.workload.clone(),
+            k1.caller.clone(),
+            first_switch.map_or("-".into(), |d| d.window.to_string()),
+            ms(k3.result.p95_us),
+            ms(k1.result.p95_us),
+            format!("{:.1}", 100.0 * k3.result.miss_rate),
+            format!("{:.1}", 100.0 * k1.result.miss_rate),
+            outcome,
+            k3.result.switches.to_string(),
+        ]);
+    }
+    table
+}
+
+fn decision_cost_table(path: &Path, bootstrap: Bootstrap) -> Result<Table> {
+    let mut reader =
+        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut times = Vec::new();
+    for (index, row) in reader.deserialize::<(f64,)>().enumerate() {
+        times.push(
+            row.with_context(|| format!("{} line {}", path.display(), index + 2))?
+                .0,
+        );
+    }
+    let mut table = Table::new(
+        "Decision cost (wall time per decision, µs)",
+        &[
+            "decisions",
+            "median",
+            "p95",
+            "p95 CI low",
+            "p95 CI high",
+            "paper p95",
+        ],
+    );
+    if let Some(p95) = bootstrap.percentile_ci(&times, 0.95) {
+        table.rows.push(vec![
+            times.len().to_string(),
+            format!("{:.3}", percentile(&times, 0.5).unwrap_or(f64::NAN) / 1e3),
+            format!("{:.3}", p95.value / 1e3),
+            format!("{:.3}", p95.ci_low / 1e3),
+            format!("{:.3}", p95.ci_high / 1e3),
+            "177.2".into(),
+        ]);
+    }
+    Ok(table)
+}
+
+fn plot_error(error: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("plotting: {error}")
+}
+
+fn plot_per_call(path: &Path, points: &[PerCallPoint]) -> Result<()> {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_error)?;
+    let columns = root.split_evenly((1, LOADS.len()));
+    let max = points.iter().map(|p| p.3 / 1000.0).fold(1.0, f64::max) * 2.0;
+    let min = points
+        .iter()
+        .map(|p| p.3 / 1000.0)
+        .fold(max, f64::min)
+        .max(1e-3)
+        / 2.0;
+    for (load_index, area) in columns.iter().enumerate() {
+        let mut chart = ChartBuilder::on(area)
+            .caption(LOADS[load_index], ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(45)
+            .build_cartesian_2d(
+                -0.5f64..(WORKLOADS.len() as f64 - 0.5),
+                (min..max).log_scale(),
+            )
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .x_labels(WORKLOADS.len())
+            .x_label_formatter(&|x| {
+                WORKLOADS
+                    .get(x.round() as usize)
+                    .map_or(String::new(), |w| w.to_string())
+            })
+            .y_desc("p95 per call (ms)")
+            .draw()
+            .map_err(plot_error)?;
+        for (domain, color) in [(DomainId::Linux, BLUE), (DomainId::Mcu, RED)] {
+            let series: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|p| p.0 == load_index && p.2 == domain)
+                .map(|p| (p.1 as f64, p.3 / 1000.0))
+                .collect();
+            chart
+                .draw_series(
+                    series
+                        .iter()
+                        .map(|&(x, y)| Circle::new((x, y), 4, color.filled())),
+                )
+                .map_err(plot_error)?
+                .label(domain.as_str())
+                .legend(move |(x, y)| Circle::new((x, y), 4, color.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_error)?;
+    }
+    root.present().map_err(plot_error)?;
+    Ok(())
+}
+
+fn plot_chain(path: &Path, cells: &[CellResult]) -> Result<()> {
+    use plotters::prelude::*;
+    let labels = [
+        "ordinary-linux",
+        "tuned-linux",
+        "mcu-first",
+        "recovery",
+        "oracle",
+    ];
+    let colors = [BLUE, CYAN, RED, GREEN, BLACK];
+    let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_error)?;
+    let grid: Vec<&CellResult> = cells.iter().filter(|c| c.experiment == "grid").collect();
+    let max = grid
+        .iter()
+        .map(|c| c.result.p95_us / 1000.0)
+        .fold(1.0, f64::max)
+        * 2.0;
+    let min = grid
+        .iter()
+        .map(|c| c.result.p95_us / 1000.0)
+        .fold(max, f64::min)
+        .max(1e-3)
+        / 2.0;
+    let columns = root.split_evenly((1, LOADS.len()));
+    for (load_index, area) in columns.iter().enumerate() {
+        let mut chart = ChartBuilder::on(area)
+            .caption(format!("chain, {}", LOADS[load_index]), ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(45)
+            .build_cartesian_2d(
+                -0.5f64..(WORKLOADS.len() as f64 - 0.5),
+                (min..max).log_scale(),
+            )
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .x_labels(WORKLOADS.len())
+            .x_label_formatter(&|x| {
+                WORKLOADS
+                    .get(x.round() as usize)
+                    .map_or(String::new(), |w| w.to_string())
+            })
+            .y_desc("chain p95 (ms)")
+            .draw()
+            .map_err(plot_error)?;
+        for (label, color) in labels.iter().zip(colors) {
+            let series: Vec<(f64, f64)> = WORKLOADS
+                .iter()
+                .enumerate()
+                .filter_map(|(w, workload)| {
+                    grid.iter()
+                        .find(|c| {
+                            c.load == LOADS[load_index]
+                                && c.workload == *workload
+                                && c.label == *label
+                        })
+                        .map(|c| (w as f64, c.result.p95_us / 1000.0))
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(series, color))
+                .map_err(plot_error)?
+                .label(*label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_error)?;
+    }
+    root.present().map_err(plot_error)?;
+    Ok(())
+}

@@ -1,0 +1,393 @@
+//! The remote core on the virtual board: publishes the control block and resource table, keeps
+//! the heartbeat, serves the rpmsg vrings of each attach session, and crashes and restarts on
+//! command. The rules are docs/virtual-board.md's (rev 2).
+
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use qf_abi::MAX_FRAME_LEN;
+
+use crate::ivshmem::{GuestNotifier, McuDoorbell, VECTOR_STATE, VECTOR_VRING};
+use crate::layout::{
+    control, McuState, CHANNEL_ADDR, HEARTBEAT_PERIOD_US, LAYOUT_VERSION, MAGIC, RSC_TABLE_OFFSET,
+};
+use crate::mcu::Mcu;
+use crate::rpmsg::{self, NS_ADDR};
+use crate::rsc_table::{self, TABLE_LEN};
+use crate::shm::{SharedMemory, ShmError};
+use crate::vring::{DeviceError, RpmsgDevice, Sent};
+
+/// Name of the rpmsg channel the MCU announces.
+pub const CHANNEL_NAME: &str = "qfabric";
+
+/// Lifecycle commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// Stop the heartbeat, publish `crashed`, stop serving.
+    Crash,
+    /// New generation, re-publish, wait for Linux to re-attach.
+    Restart,
+}
+
+/// Errors of the board loop.
+#[derive(Debug, thiserror::Error)]
+pub enum BoardError {
+    #[error(transparent)]
+    Shm(#[from] ShmError),
+    #[error("board: {what}: {source}")]
+    Sys {
+        what: &'static str,
+        source: nix::Error,
+    },
+}
+
+/// Hands commands to a running board from other threads.
+pub struct BoardControl {
+    queue: Mutex<VecDeque<Command>>,
+    wake: EventFd,
+}
+
+impl BoardControl {
+    fn new() -> Result<BoardControl, BoardError> {
+        let wake = EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
+            .map_err(|source| BoardError::Sys {
+                what: "creating the command eventfd",
+                source,
+            })?;
+        Ok(BoardControl {
+            queue: Mutex::new(VecDeque::new()),
+            wake,
+        })
+    }
+
+    /// Queues `command` for the board loop.
+    pub fn send(&self, command: Command) {
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(command);
+        let _ = self.wake.write(1);
+    }
+
+    fn take(&self) -> Vec<Command> {
+        let _ = self.wake.read();
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .collect()
+    }
+}
+
+/// One attach session: the vrings of one `attach_count`.
+struct Session {
+    attach_count: u32,
+    device: RpmsgDevice,
+    /// Messages waiting for a free rx buffer: (src, dst, payload).
+    outbox: VecDeque<(u32, u32, Vec<u8>)>,
+}
+
+/// Counters the board reports.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BoardStats {
+    pub sessions: u64,
+    pub stale_kicks: u64,
+    pub foreign_messages: u64,
+}
+
+/// The emulated remote core.
+pub struct Board {
+    shm: Arc<SharedMemory>,
+    doorbell: Arc<McuDoorbell>,
+    guest: Arc<GuestNotifier>,
+    mcu: Arc<Mcu>,
+    control: Arc<BoardControl>,
+    session: Option<Session>,
+    stats: Arc<Mutex<BoardStats>>,
+}
+
+impl Board {
+    /// A board over `shm`; call [`Board::run`] to boot and serve.
+    pub fn new(
+        shm: Arc<SharedMemory>,
+        doorbell: Arc<McuDoorbell>,
+        guest: Arc<GuestNotifier>,
+        mcu: Arc<Mcu>,
+    ) -> Result<Board, BoardError> {
+        Ok(Board {
+            shm,
+            doorbell,
+            guest,
+            mcu,
+            control: Arc::new(BoardControl::new()?),
+            session: None,
+            stats: Arc::new(Mutex::new(BoardStats::default())),
+        })
+    }
+
+    /// The handle for crash/restart commands.
+    pub fn control(&self) -> Arc<BoardControl> {
+        Arc::clone(&self.control)
+    }
+
+    /// Live counters.
+    pub fn stats(&self) -> Arc<Mutex<BoardStats>> {
+        Arc::clone(&self.stats)
+    }
+
+    /// Boots (generation 1), then serves doorbells and commands until `stop` is readable.
+    /// The heartbeat runs on its own thread for as long as this call.
+    pub fn run(&mut self, stop: BorrowedFd<'_>) -> Result<(), BoardError> {
+        self.shm.clear_control()?;
+        self.boot()?;
+        let beating = Arc::new(AtomicBool::new(true));
+        let heartbeat = {
+            let (shm, beating) = (Arc::clone(&self.shm), Arc::clone(&beating));
+            std::thread::Builder::new()
+                .name("heartbeat".into())
+                .spawn(move || heartbeat_loop(&shm, &beating))
+                .map_err(|e| BoardError::Sys {
+                    what: "spawning the heartbeat",
+                    source: nix::Error::from_raw(e.raw_os_error().unwrap_or(0)),
+                })?
+        };
+        let result = self.serve(stop);
+        beating.store(false, Ordering::SeqCst);
+        let _ = heartbeat.join();
+        let _ = self
+            .shm
+            .store_u32(control::MCU_STATE, McuState::Offline as u32);
+        result
+    }
+
+    fn serve(&mut self, stop: BorrowedFd<'_>) -> Result<(), BoardError> {
+        let control = Arc::clone(&self.control);
+        let doorbell = Arc::clone(&self.doorbell);
+        loop {
+            let mut fds = [
+                PollFd::new(stop, PollFlags::POLLIN),
+                PollFd::new(doorbell.fd(VECTOR_VRING), PollFlags::POLLIN),
+                PollFd::new(doorbell.fd(VECTOR_STATE), PollFlags::POLLIN),
+                PollFd::new(control.wake.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Err(nix::Error::EINTR) => continue,
+                other => other.map_err(|source| BoardError::Sys {
+                    what: "polling the doorbell",
+                    source,
+                })?,
+            };
+            let ready: Vec<bool> = fds
+                .iter()
+                .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+                .collect();
+            if ready[0] {
+                return Ok(());
+            }
+            if ready[3] {
+                for command in control.take() {
+                    self.command(command)?;
+                }
+            }
+            if ready[2] {
+                // Linux -> MCU on vector 1 has no meaning in this contract; consume it.
+                doorbell.take(VECTOR_STATE);
+            }
+            if ready[1] && doorbell.take(VECTOR_VRING) {
+                self.kick()?;
+            }
+        }
+    }
+
+    fn boot(&mut self) -> Result<(), BoardError> {
+        self.shm.store_u32(control::GENERATION, 0)?;
+        self.publish()
+    }
+
+    /// Publishes a fresh resource table under a new generation and goes `running`.
+    fn publish(&mut self) -> Result<(), BoardError> {
+        let shm = &self.shm;
+        shm.store_u32(control::MCU_STATE, McuState::Booting as u32)?;
+        let generation = shm.bump_u32(control::GENERATION)?;
+        shm.store_u32(control::MAGIC, MAGIC)?;
+        shm.store_u32(control::LAYOUT_VERSION, LAYOUT_VERSION)?;
+        shm.write(RSC_TABLE_OFFSET, &rsc_table::encode())?;
+        shm.store_u32(control::RSC_TABLE_OFFSET, RSC_TABLE_OFFSET as u32)?;
+        shm.store_u32(control::RSC_TABLE_SIZE, TABLE_LEN as u32)?;
+        shm.store_u32(control::HEARTBEAT_PERIOD_US, HEARTBEAT_PERIOD_US)?;
+        shm.store_u32(control::CHANNEL_ADDR, CHANNEL_ADDR)?;
+        shm.store_u32(control::SERVED_ATTACH_COUNT, 0)?;
+        self.session = None;
+        shm.store_u32(control::MCU_STATE, McuState::Running as u32)?;
+        log::info!("mcu: running, generation {generation}");
+        self.guest.notify(VECTOR_STATE);
+        Ok(())
+    }
+
+    fn command(&mut self, command: Command) -> Result<(), BoardError> {
+        match command {
+            Command::Crash => {
+                self.shm
+                    .store_u32(control::MCU_STATE, McuState::Crashed as u32)?;
+                self.mcu.crash();
+                self.session = None;
+                log::info!("mcu: crashed (heartbeat stopped, not serving)");
+                self.guest.notify(VECTOR_STATE);
+            }
+            Command::Restart => {
+                self.mcu.restart();
+                self.publish()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A vector-0 doorbell: serve the vrings if the kick belongs to the current attach.
+    fn kick(&mut self) -> Result<(), BoardError> {
+        let shm = &self.shm;
+        let state = McuState::from_u32(shm.load_u32(control::MCU_STATE)?);
+        let generation = shm.load_u32(control::GENERATION)?;
+        let attached = shm.load_u32(control::LINUX_STATE)? == 1
+            && shm.load_u32(control::ATTACHED_GENERATION)? == generation;
+        let attach_count = shm.load_u32(control::ATTACH_COUNT)?;
+        let tag = shm.load_u32(control::KICK_TAG)?;
+        if state != Some(McuState::Running) || !attached || tag != attach_count || attach_count == 0
+        {
+            self.lock_stats().stale_kicks += 1;
+            log::debug!("mcu: kick ignored (state {state:?}, attached {attached}, tag {tag}, attach_count {attach_count})");
+            return Ok(());
+        }
+        if self.session.as_ref().map(|s| s.attach_count) != Some(attach_count) {
+            self.session = None;
+            match self.start_session(attach_count) {
+                Ok(session) => self.session = Some(session),
+                Err(e) => {
+                    log::error!("mcu: cannot serve attach {attach_count}: {e}");
+                    return Ok(());
+                }
+            }
+        }
+        if let Err(e) = self.serve_session() {
+            log::error!("mcu: session {attach_count} stopped: {e}");
+            self.session = None;
+            self.shm.store_u32(control::SERVED_ATTACH_COUNT, 0)?;
+        }
+        Ok(())
+    }
+
+    fn start_session(&mut self, attach_count: u32) -> Result<Session, DeviceError> {
+        let mut table = [0u8; TABLE_LEN];
+        self.shm.read(RSC_TABLE_OFFSET, &mut table)?;
+        let vdev = rsc_table::decode_vdev(&table).map_err(|e| DeviceError::Queue {
+            index: 0,
+            reason: e.to_string(),
+        })?;
+        let bar2_pa = self.shm.load_u64(control::BAR2_PA)?;
+        let device = RpmsgDevice::new(self.shm.file(), self.shm.size(), bar2_pa, &vdev)?;
+        self.shm
+            .store_u32(control::SERVED_ATTACH_COUNT, attach_count)?;
+        self.lock_stats().sessions += 1;
+        log::info!("mcu: serving attach {attach_count} (BAR2 at {bar2_pa:#x}); announcing '{CHANNEL_NAME}' at {CHANNEL_ADDR:#x}");
+        let mut outbox = VecDeque::new();
+        outbox.push_back((
+            CHANNEL_ADDR,
+            NS_ADDR,
+            rpmsg::ns_announcement(CHANNEL_NAME, CHANNEL_ADDR).to_vec(),
+        ));
+        Ok(Session {
+            attach_count,
+            device,
+            outbox,
+        })
+    }
+
+    fn serve_session(&mut self) -> Result<(), DeviceError> {
+        let Some(session) = self.session.as_mut() else {
+            return Ok(());
+        };
+        let mut inbox = Vec::new();
+        let mut interrupt = false;
+        // Answering may take a while (latency knob); deliver replies as they are produced so
+        // Linux's rx buffers are recycled, and re-read vring1 until it is empty.
+        loop {
+            flush(session, &mut interrupt)?;
+            inbox.clear();
+            session.device.receive(&mut inbox)?;
+            if inbox.is_empty() {
+                break;
+            }
+            for message in inbox.drain(..) {
+                if message.dst != CHANNEL_ADDR {
+                    self.stats
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .foreign_messages += 1;
+                    log::warn!(
+                        "mcu: message from {} to unknown address {} dropped",
+                        message.src,
+                        message.dst
+                    );
+                    continue;
+                }
+                let mut out = [0u8; MAX_FRAME_LEN];
+                if let Some(reply) = self.mcu.handle(&message.payload, &mut out) {
+                    session.outbox.push_back((
+                        CHANNEL_ADDR,
+                        message.src,
+                        out[..reply.len].to_vec(),
+                    ));
+                    flush(session, &mut interrupt)?;
+                    if interrupt {
+                        self.guest.notify(VECTOR_VRING);
+                        interrupt = false;
+                    }
+                }
+            }
+        }
+        if interrupt {
+            self.guest.notify(VECTOR_VRING);
+        }
+        Ok(())
+    }
+
+    fn lock_stats(&self) -> std::sync::MutexGuard<'_, BoardStats> {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Sends queued messages while Linux has rx buffers.
+fn flush(session: &mut Session, interrupt: &mut bool) -> Result<(), DeviceError> {
+    while let Some((src, dst, payload)) = session.outbox.front() {
+        if payload.len() > rpmsg::MAX_PAYLOAD {
+            log::warn!(
+                "mcu: a {}-byte reply exceeds the rpmsg payload limit; not sent",
+                payload.len()
+            );
+            session.outbox.pop_front();
+            continue;
+        }
+        match session.device.send(*src, *dst, payload)? {
+            Sent::Delivered { interrupt: wanted } => {
+                *interrupt |= wanted;
+                session.outbox.pop_front();
+            }
+            Sent::NoBuffer => break,
+        }
+    }
+    Ok(())
+}
+
+fn heartbeat_loop(shm: &SharedMemory, beating: &AtomicBool) {
+    let period = Duration::from_micros(u64::from(HEARTBEAT_PERIOD_US));
+    while beating.load(Ordering::SeqCst) {
+        std::thread::sleep(period);
+        if shm.load_u32(control::MCU_STATE).ok() == Some(McuState::Running as u32) {
+            let _ = shm.bump_u32(control::HEARTBEAT);
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The control socket: fault knobs and lifecycle commands at run time, one text line per
+//! command, one line back (`ok ...` or `error: ...`). Commands:
+//! `latency-us N`, `drop-every N` (0 = off), `silent on|off`, `crash`, `restart`, `status`.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use crate::board::{BoardControl, Command};
+use crate::mcu::Mcu;
+
+/// A parsed control command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    LatencyUs(u64),
+    DropEvery(u64),
+    Silent(bool),
+    Crash,
+    Restart,
+    Status,
+}
+
+/// Parses one command line; the error names the offending word.
+pub fn parse(line: &str) -> Result<Request, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let number = |what: &str, word: Option<&&str>| -> Result<u64, String> {
+        let word = word.ok_or_else(|| format!("{what} needs a number"))?;
+        word.parse()
+            .map_err(|_| format!("{what}: '{word}' is not a non-negative integer"))
+    };
+    let request = match words.first().copied() {
+        Some("latency-us") => Request::LatencyUs(number("latency-us", words.get(1))?),
+        Some("drop-every") => Request::DropEvery(number("drop-every", words.get(1))?),
+        Some("silent") => match words.get(1).copied() {
+            Some("on") => Request::Silent(true),
+            Some("off") => Request::Silent(false),
+            other => {
+                return Err(format!(
+                    "silent: expected 'on' or 'off', got '{}'",
+                    other.unwrap_or("")
+                ))
+            }
+        },
+        Some("crash") => Request::Crash,
+        Some("restart") => Request::Restart,
+        Some("status") => Request::Status,
+        Some(other) => return Err(unknown(other)),
+        None => return Err("empty command".to_string()),
+    };
+    let expected_words = match request {
+        Request::LatencyUs(_) | Request::DropEvery(_) | Request::Silent(_) => 2,
+        _ => 1,
+    };
+    if words.len() != expected_words {
+        return Err(format!(
+            "'{}' takes {} argument(s)",
+            words[0],
+            expected_words - 1
+        ));
+    }
+    Ok(request)
+}
+
+fn unknown(word: &str) -> String {
+    let known = "latency-us, drop-every, silent, crash, restart, status";
+    format!("unknown command '{word}' ({known})")
+}
+
+/// Produces the `status` line.
+pub type StatusFn = Box<dyn Fn() -> String + Send + Sync>;
+
+/// The control-socket server.
+pub struct ControlServer {
+    listener: UnixListener,
+    path: PathBuf,
+    mcu: Arc<Mcu>,
+    board: Option<Arc<BoardControl>>,
+    status: StatusFn,
+}
+
+impl ControlServer {
+    /// Binds `path`; crash/restart go to `board` when there is one, else to `mcu` directly.
+    pub fn bind(
+        path: &Path,
+        mcu: Arc<Mcu>,
+        board: Option<Arc<BoardControl>>,
+        status: StatusFn,
+    ) -> io::Result<ControlServer> {
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_socket() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{} exists and is not a socket; refusing to replace it",
+                        path.display()
+                    ),
+                ));
+            }
+            std::fs::remove_file(path)?;
+        }
+        let listener = UnixListener::bind(path).map_err(|e| {
+            io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()))
+        })?;
+        Ok(ControlServer {
+            listener,
+            path: path.to_path_buf(),
+            mcu,
+            board,
+            status,
+        })
+    }
+
+    /// Executes one command and returns the reply line.
+    pub fn execute(&self, line: &str) -> String {
+        let request = match parse(line) {
+            Ok(request) => request,
+            Err(e) => return format!("error: {e}"),
+        };
+        let faults = self.mcu.faults();
+        match request {
+            Request::LatencyUs(us) => faults.set_latency_us(us),
+            Request::DropEvery(n) => faults.set_drop_every(n),
+            Request::Silent(on) => faults.set_silent(on),
+            Request::Crash => match &self.board {
+                Some(board) => board.send(Command::Crash),
+                None => self.mcu.crash(),
+            },
+            Request::Restart => match &self.board {
+                Some(board) => board.send(Command::Restart),
+                None => self.mcu.restart(),
+            },
+            Request::Status => return format!("ok {}", (self.status)()),
+        }
+        log::info!("control: {}", line.trim());
+        "ok".to_string()
+    }
+
+    /// Serves clients one at a time until `stop` is readable.
+    pub fn run(&self, stop: BorrowedFd<'_>) -> io::Result<()> {
+        loop {
+            let mut fds = [
+                PollFd::new(stop, PollFlags::POLLIN),
+                PollFd::new(self.listener.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Err(nix::Error::EINTR) => continue,
+                Err(e) => return Err(io::Error::from(e)),
+                Ok(_) => {}
+            }
+            if fds[0].revents().is_some_and(|r| !r.is_empty()) {
+                return Ok(());
+            }
+            if let Ok((stream, _)) = self.listener.accept() {
+                if let Err(e) = self.serve_client(stream) {
+                    log::debug!("control: client: {e}");
+                }
+            }
+        }
+    }
+
+    fn serve_client(&self, stream: UnixStream) -> io::Result<()> {
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let mut writer = stream.try_clone()?;
+        for line in BufReader::new(stream).lines() {
+            let reply = self.execute(&line?);
+            writeln!(writer, "{reply}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Sends one command to a control socket and returns the reply line.
+pub fn send_command(path: &Path, command: &str) -> io::Result<String> {
+    let mut stream = UnixStream::connect(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("control socket {}: {e}", path.display())))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    writeln!(stream, "{command}")?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let mut reply = String::new();
+    BufReader::new(stream).read_line(&mut reply)?;
+    Ok(reply.trim_end().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_parses_and_bad_ones_name_the_problem() {
+        assert_eq!(parse("latency-us 250"), Ok(Request::LatencyUs(250)));
+        assert_eq!(parse("drop-every 0"), Ok(Request::DropEvery(0)));
+        assert_eq!(parse("silent on"), Ok(Request::Silent(true)));
+        assert_eq!(parse(" crash "), Ok(Request::Crash));
+        assert_eq!(parse("restart"), Ok(Request::Restart));
+        assert_eq!(parse("status"), Ok(Request::Status));
+        assert_eq!(
+            parse("latency-us -3"),
+            Err("latency-us: '-3' is not a non-negative integer".into())
+        );
+        assert_eq!(
+            parse("silent maybe"),
+            Err("silent: expected 'on' or 'off', got 'maybe'".into())
+        );
+        assert!(parse("reboot")
+            .unwrap_err()
+            .contains("unknown command 'reboot'"));
+        assert!(parse("crash now").unwrap_err().contains("takes 0 argument"));
+    }
+}

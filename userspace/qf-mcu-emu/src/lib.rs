@@ -1,0 +1,21 @@
+//! `qf-mcu-emu`: the emulated MCU core of qfabric's virtual board.
+//!
+//! It is the ivshmem server QEMU's `ivshmem-doorbell` connects to ([`ivshmem`]), publishes the
+//! control block and remoteproc resource table in the shared memory ([`layout`], [`rsc_table`]),
+//! serves the rpmsg virtqueues as the virtio device ([`vring`], [`rpmsg`]) as the remote core
+//! ([`board`]), and answers QFabric frames with `qf-tasks` ([`mcu`]) over rpmsg and over a Unix
+//! socket for the host agent ([`unix_endpoint`]), under fault knobs ([`faults`], [`control`]).
+//! The contract with the Linux driver is `docs/virtual-board.md`.
+#![deny(unsafe_code)]
+
+pub mod board;
+pub mod control;
+pub mod faults;
+pub mod ivshmem;
+pub mod layout;
+pub mod mcu;
+pub mod rpmsg;
+pub mod rsc_table;
+pub mod shm;
+pub mod unix_endpoint;
+pub mod vring;

@@ -1,0 +1,293 @@
+//! `qf-mcu-emu`: runs the emulated MCU of the virtual board (ivshmem server for QEMU, rpmsg
+//! device, Unix-socket endpoint for the agent), or sends a command to a running one (`ctl`).
+//! Logs go to stderr; SIGTERM/SIGINT end it cleanly.
+
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+
+use qf_mcu_emu::board::Board;
+use qf_mcu_emu::control::{self, ControlServer};
+use qf_mcu_emu::faults::Faults;
+use qf_mcu_emu::ivshmem::IvshmemServer;
+use qf_mcu_emu::layout::control as field;
+use qf_mcu_emu::mcu::Mcu;
+use qf_mcu_emu::shm::SharedMemory;
+use qf_mcu_emu::unix_endpoint::UnixEndpoint;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "qf-mcu-emu",
+    version,
+    about = "The emulated MCU core of qfabric's virtual board (docs/virtual-board.md)"
+)]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    /// Serve QEMU's ivshmem-doorbell (vectors=2) on this Unix socket, as peer 0.
+    #[arg(long, value_name = "PATH")]
+    ivshmem_socket: Option<PathBuf>,
+    /// Serve QFabric frames (u16 big-endian length prefix) on this Unix socket.
+    #[arg(long, value_name = "PATH")]
+    unix_socket: Option<PathBuf>,
+    /// Accept fault and lifecycle commands on this Unix socket (see `qf-mcu-emu ctl`).
+    #[arg(long, value_name = "PATH")]
+    control_socket: Option<PathBuf>,
+    /// Shared-memory size: a power of two ≥ 2M (suffixes K, M, G).
+    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size)]
+    shm_size: u64,
+    /// Microseconds added before every reply.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    latency_us: u64,
+    /// Drop every Nth reply (0 = never).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    drop_every: u64,
+    /// Start without answering (requests are read, never answered) until `silent off`.
+    #[arg(long)]
+    silent: bool,
+    /// More log output (-v debug).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Option<Ctl>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Ctl {
+    /// Send one command to a running emulator's control socket and print the reply:
+    /// latency-us N | drop-every N | silent on|off | crash | restart | status.
+    Ctl {
+        #[arg(long, value_name = "PATH")]
+        control_socket: PathBuf,
+        #[arg(required = true, num_args = 1.., value_name = "COMMAND")]
+        words: Vec<String>,
+    },
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, shift) = match text.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&text[..i], 10),
+        Some((i, 'M' | 'm')) => (&text[..i], 20),
+        Some((i, 'G' | 'g')) => (&text[..i], 30),
+        _ => (text, 0),
+    };
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (e.g. 4M, 2097152)"))?;
+    value
+        .checked_shl(shift)
+        .filter(|v| v >> shift == value)
+        .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+struct StderrLogger(log::LevelFilter);
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= self.0
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            eprintln!(
+                "qf-mcu-emu: {}: {}",
+                record.level().as_str().to_lowercase(),
+                record.args()
+            );
+        }
+    }
+    fn flush(&self) {}
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let level = if cli.verbose > 0 {
+        log::LevelFilter::Debug
+    } else {
+        log::LevelFilter::Info
+    };
+    let logger: &'static StderrLogger = Box::leak(Box::new(StderrLogger(level)));
+    let _ = log::set_logger(logger).map(|()| log::set_max_level(level));
+    if let Err(e) = run(cli) {
+        eprintln!("qf-mcu-emu: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    if let Some(Ctl::Ctl {
+        control_socket,
+        words,
+    }) = &cli.command
+    {
+        let reply = control::send_command(control_socket, &words.join(" "))?;
+        println!("{reply}");
+        if reply.starts_with("error") {
+            bail!("command refused");
+        }
+        return Ok(());
+    }
+    if cli.ivshmem_socket.is_none() && cli.unix_socket.is_none() {
+        bail!("nothing to serve: give --ivshmem-socket PATH and/or --unix-socket PATH");
+    }
+    let stop = EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC)
+        .context("creating the stop eventfd")?;
+    let (signal_rx, signal_tx) = UnixStream::pair().context("creating the signal pipe")?;
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::low_level::pipe::register(signal, signal_tx.try_clone()?)
+            .with_context(|| format!("installing the handler for signal {signal}"))?;
+    }
+
+    let mcu = Arc::new(Mcu::new(Faults::new(
+        cli.latency_us,
+        cli.drop_every,
+        cli.silent,
+    )));
+    let shm = match &cli.ivshmem_socket {
+        Some(_) => Some(Arc::new(SharedMemory::create(cli.shm_size)?)),
+        None => None,
+    };
+    let ivshmem = match (&cli.ivshmem_socket, &shm) {
+        (Some(path), Some(shm)) => Some(IvshmemServer::bind(path, shm.file())?),
+        _ => None,
+    };
+    let mut board = match (&ivshmem, &shm) {
+        (Some(server), Some(shm)) => Some(Board::new(
+            Arc::clone(shm),
+            server.mcu_doorbell(),
+            server.guest_notifier(),
+            Arc::clone(&mcu),
+        )?),
+        _ => None,
+    };
+    let endpoint = match &cli.unix_socket {
+        Some(path) => Some(UnixEndpoint::bind(path)?),
+        None => None,
+    };
+    let control_server = match &cli.control_socket {
+        Some(path) => {
+            let status = status_fn(
+                &mcu,
+                shm.clone(),
+                board.as_ref().map(Board::stats),
+                ivshmem.as_ref().map(|s| s.guest_notifier()),
+            );
+            Some(ControlServer::bind(
+                path,
+                Arc::clone(&mcu),
+                board.as_ref().map(Board::control),
+                status,
+            )?)
+        }
+        None => None,
+    };
+    log::info!(
+        "serving: ivshmem {:?}, unix {:?}, control {:?}, shm {} bytes, latency {} us, drop every {}, silent {}",
+        cli.ivshmem_socket, cli.unix_socket, cli.control_socket, cli.shm_size, cli.latency_us, cli.drop_every, cli.silent
+    );
+
+    let stop_fd = stop.as_fd();
+    std::thread::scope(|scope| -> Result<()> {
+        let mut workers = Vec::new();
+        if let Some(server) = &ivshmem {
+            workers.push(scope.spawn(move || server.run(stop_fd).context("ivshmem server")));
+        }
+        if let Some(board) = board.as_mut() {
+            workers.push(scope.spawn(move || board.run(stop_fd).context("mcu board")));
+        }
+        if let Some(endpoint) = &endpoint {
+            let mcu = Arc::clone(&mcu);
+            workers.push(scope.spawn(move || endpoint.run(stop_fd, &mcu).context("unix endpoint")));
+        }
+        if let Some(server) = &control_server {
+            workers.push(scope.spawn(move || server.run(stop_fd).context("control socket")));
+        }
+        // Wait for a signal, or for a worker to end on its own (an error).
+        let signal_fd = signal_rx.as_fd();
+        loop {
+            let mut fds = [nix::poll::PollFd::new(
+                signal_fd,
+                nix::poll::PollFlags::POLLIN,
+            )];
+            let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(200u16));
+            if fds[0].revents().is_some_and(|r| !r.is_empty())
+                || workers.iter().any(|w| w.is_finished())
+            {
+                break;
+            }
+        }
+        log::info!("stopping");
+        stop.write(1).context("signalling the workers to stop")?;
+        let mut result = Ok(());
+        for worker in workers {
+            match worker.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => result = Err(e),
+                Err(_) => result = Err(anyhow::anyhow!("a worker thread panicked")),
+            }
+        }
+        result
+    })
+}
+
+fn status_fn(
+    mcu: &Arc<Mcu>,
+    shm: Option<Arc<SharedMemory>>,
+    board: Option<Arc<std::sync::Mutex<qf_mcu_emu::board::BoardStats>>>,
+    guest: Option<Arc<qf_mcu_emu::ivshmem::GuestNotifier>>,
+) -> control::StatusFn {
+    let mcu = Arc::clone(mcu);
+    Box::new(move || {
+        let s = mcu.stats();
+        let (latency, drop_every, silent) = mcu.faults().knobs();
+        let mut line = format!(
+            "crashed={} requests={} replies={} rejected={} unanswered={} dropped={} compute_ns_total={} compute_ns_last={} latency_us={latency} drop_every={drop_every} silent={silent}",
+            mcu.is_crashed(), s.requests, s.replies, s.rejected, s.unanswered, mcu.faults().dropped(), s.compute_ns_total, s.compute_ns_last
+        );
+        if let Some(shm) = &shm {
+            let get = |offset| shm.load_u32(offset).unwrap_or(u32::MAX);
+            line += &format!(
+                " mcu_state={} generation={} heartbeat={} linux_state={} attach_count={} served_attach_count={}",
+                get(field::MCU_STATE), get(field::GENERATION), get(field::HEARTBEAT), get(field::LINUX_STATE),
+                get(field::ATTACH_COUNT), get(field::SERVED_ATTACH_COUNT)
+            );
+        }
+        if let Some(board) = &board {
+            let b = *board.lock().unwrap_or_else(|p| p.into_inner());
+            line += &format!(
+                " sessions={} stale_kicks={} foreign_messages={}",
+                b.sessions, b.stale_kicks, b.foreign_messages
+            );
+        }
+        if let Some(guest) = &guest {
+            line += &format!(" guest_connected={}", guest.connected());
+        }
+        line
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qf_mcu_emu::layout::DEFAULT_SHM_SIZE;
+
+    #[test]
+    fn sizes_accept_suffixes_and_name_bad_input() {
+        assert_eq!(parse_size("4M"), Ok(4 << 20));
+        assert_eq!(parse_size("2097152"), Ok(2 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert!(parse_size("four").unwrap_err().contains("'four'"));
+        assert!(parse_size("99999999999999G")
+            .unwrap_err()
+            .contains("too large"));
+    }
+
+    #[test]
+    fn the_default_size_is_the_contracts() {
+        assert_eq!(parse_size("4M"), Ok(DEFAULT_SHM_SIZE));
+    }
+}
