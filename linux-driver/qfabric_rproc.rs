@@ -132,13 +132,17 @@ impl Board {
         let status = self.control().status();
         let now = qfabric::now_ns();
         if status.heartbeat != self.last_heartbeat.load(Ordering::Relaxed) {
-            self.last_heartbeat.store(status.heartbeat, Ordering::Relaxed);
+            self.last_heartbeat
+                .store(status.heartbeat, Ordering::Relaxed);
             self.heartbeat_changed_ns.store(now, Ordering::Relaxed);
         }
         let stalled_ms = (now - self.heartbeat_changed_ns.load(Ordering::Relaxed)) / 1_000_000;
         let attached_generation = self.attached_generation.load(Ordering::Acquire);
         if status.magic != board::MAGIC {
-            pr_err!("watchdog: control block lost its magic ({:#x})\n", status.magic);
+            pr_err!(
+                "watchdog: control block lost its magic ({:#x})\n",
+                status.magic
+            );
         } else if status.mcu_state == board::MCU_CRASHED {
             pr_err!("watchdog: MCU reports it crashed\n");
         } else if status.generation != attached_generation {
@@ -170,7 +174,14 @@ impl Platform for Board {
         for (offset, name) in vrings {
             let va = b.shm.ptr(offset, board::VRING_SLOT_LEN)?;
             let da = board::DA_BASE + offset as u32;
-            rproc.add_carveout(rproc.dev(), va, b.bar2_pa + offset as u64, board::VRING_SLOT_LEN, da, name)?;
+            rproc.add_carveout(
+                rproc.dev(),
+                va,
+                b.bar2_pa + offset as u64,
+                board::VRING_SLOT_LEN,
+                da,
+                name,
+            )?;
         }
         // No kernel mapping: `rproc_add_virtio_dev` hands the range to
         // `dma_declare_coherent_memory`, so rpmsg allocates its buffers inside BAR2.
@@ -206,11 +217,17 @@ impl Platform for Board {
         let count = b.control().announce_attach(b.bar2_pa, generation);
         b.attach_count.store(count, Ordering::Release);
         b.attached_generation.store(generation, Ordering::Release);
-        b.last_heartbeat.store(b.control().status().heartbeat, Ordering::Relaxed);
-        b.heartbeat_changed_ns.store(qfabric::now_ns(), Ordering::Relaxed);
+        b.last_heartbeat
+            .store(b.control().status().heartbeat, Ordering::Relaxed);
+        b.heartbeat_changed_ns
+            .store(qfabric::now_ns(), Ordering::Relaxed);
         b.crash_reported.store(false, Ordering::Release);
         b.gate.move_to_tail(rproc);
-        pr_info!("attached to MCU generation {} (attach #{})\n", generation, count);
+        pr_info!(
+            "attached to MCU generation {} (attach #{})\n",
+            generation,
+            count
+        );
         Ok(())
     }
 
@@ -227,7 +244,9 @@ impl Platform for Board {
         // The MCU scans both vrings on any vector-0 doorbell; the tag says which attach the
         // new buffers belong to.
         b.control().tag_kick(b.attach_count.load(Ordering::Acquire));
-        let _ = b.regs.write32(board::REG_DOORBELL, board::doorbell(board::VECTOR_VRING));
+        let _ = b
+            .regs
+            .write32(board::REG_DOORBELL, board::doorbell(board::VECTOR_VRING));
     }
 }
 
@@ -332,7 +351,11 @@ impl Probed {
         let regs = dev.iomap(0)?;
         let (bar2_pa, bar2_len) = dev.resource(2)?;
         if bar2_len < board::MIN_SHM_LEN {
-            pr_err!("BAR2 is {} bytes, the board needs at least {}\n", bar2_len, board::MIN_SHM_LEN);
+            pr_err!(
+                "BAR2 is {} bytes, the board needs at least {}\n",
+                bar2_len,
+                board::MIN_SHM_LEN
+            );
             return Err(EINVAL);
         }
         let shm = Shm::map_wc(bar2_pa, board::BUFFER_OFFSET)?;
@@ -369,7 +392,8 @@ impl Probed {
         )?;
         // SAFETY: the board is heap-allocated and outlives the rproc: `Monitor` releases the
         // rproc before dropping the board.
-        let remote = unsafe { Owned::alloc::<Board>(board.dev.as_dev(), c_str!("qfabric-mcu"), &*board)? };
+        let remote =
+            unsafe { Owned::alloc::<Board>(board.dev.as_dev(), c_str!("qfabric-mcu"), &*board)? };
         board.rproc.set(remote.rproc());
         // SAFETY: `VringGate::Data` is `Board`; the gate lives inside the board, which neither
         // moves (boxed) nor dies before the rproc.
@@ -379,13 +403,16 @@ impl Probed {
 
         let irq0 = vectors.irq(board::VECTOR_VRING)?;
         // SAFETY: the board outlives the IRQ: `Probed::remove` frees it before the monitor.
-        let vring_irq = unsafe { ThreadedIrq::request::<VringIrq>(irq0, c_str!("qfabric-vring"), b)? };
+        let vring_irq =
+            unsafe { ThreadedIrq::request::<VringIrq>(irq0, c_str!("qfabric-vring"), b)? };
         b.vring_irq.store(irq0, Ordering::Release);
         let irq1 = vectors.irq(board::VECTOR_STATE)?;
         // SAFETY: as above.
-        let state_irq = unsafe { ThreadedIrq::request::<StateIrq>(irq1, c_str!("qfabric-state"), b)? };
+        let state_irq =
+            unsafe { ThreadedIrq::request::<StateIrq>(irq1, c_str!("qfabric-state"), b)? };
         // SAFETY: the monitor outlives the thread: `Probed::remove` stops it first.
-        let watchdog = unsafe { KThread::spawn::<Watchdog>(c_str!("qfabric-watchdog"), &*monitor)? };
+        let watchdog =
+            unsafe { KThread::spawn::<Watchdog>(c_str!("qfabric-watchdog"), &*monitor)? };
         // SAFETY: the only waker caller is the state IRQ, freed before the thread is stopped.
         unsafe { b.waker.arm(&watchdog) };
 
@@ -414,7 +441,10 @@ impl Probed {
     }
 }
 
-unsafe extern "C" fn probe(pdev: *mut bindings::pci_dev, _id: *const bindings::pci_device_id) -> kernel::ffi::c_int {
+unsafe extern "C" fn probe(
+    pdev: *mut bindings::pci_dev,
+    _id: *const bindings::pci_device_id,
+) -> kernel::ffi::c_int {
     // SAFETY: the PCI core passes the device being probed; we use it until `remove` returns.
     let dev = unsafe { Device::from_raw(pdev) };
     match Probed::new(dev) {

@@ -13,7 +13,10 @@ pub trait IrqThread {
     fn handle(data: &Self::Data);
 }
 
-unsafe extern "C" fn trampoline<H: IrqThread>(_irq: c_int, data: *mut c_void) -> bindings::irqreturn_t {
+unsafe extern "C" fn trampoline<H: IrqThread>(
+    _irq: c_int,
+    data: *mut c_void,
+) -> bindings::irqreturn_t {
     // SAFETY: `data` is the `&H::Data` given to `ThreadedIrq::request`, which its caller keeps
     // alive until the guard is dropped, and `free_irq` in `drop` waits for running handlers.
     let data = unsafe { &*data.cast::<H::Data>() };
@@ -37,7 +40,11 @@ impl ThreadedIrq {
     ///
     /// # Safety
     /// `data` must stay alive (and not move) until the returned guard is dropped.
-    pub unsafe fn request<H: IrqThread>(irq: u32, name: &'static CStr, data: &H::Data) -> Result<Self> {
+    pub unsafe fn request<H: IrqThread>(
+        irq: u32,
+        name: &'static CStr,
+        data: &H::Data,
+    ) -> Result<Self> {
         let cookie = data as *const H::Data as *mut c_void;
         // SAFETY: the trampoline matches `irq_handler_t`; ONESHOT is required with no primary
         // handler; `name` is static; `cookie` outlives the registration (caller's contract).

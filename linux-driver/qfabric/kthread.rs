@@ -100,7 +100,8 @@ impl Waker {
     /// No [`Waker::wake`] may run after `thread` is dropped: drop (or free the interrupt of)
     /// every caller of `wake` first.
     pub unsafe fn arm(&self, thread: &KThread) {
-        self.0.store(thread.task, core::sync::atomic::Ordering::Release);
+        self.0
+            .store(thread.task, core::sync::atomic::Ordering::Release);
     }
 
     pub fn wake(&self) {

@@ -10,7 +10,8 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 
 /// `probe` as C calls it.
-pub type ProbeFn = unsafe extern "C" fn(*mut bindings::pci_dev, *const bindings::pci_device_id) -> c_int;
+pub type ProbeFn =
+    unsafe extern "C" fn(*mut bindings::pci_dev, *const bindings::pci_device_id) -> c_int;
 /// `remove` as C calls it.
 pub type RemoveFn = unsafe extern "C" fn(*mut bindings::pci_dev);
 
@@ -139,7 +140,11 @@ impl Device {
             return Err(ENOMEM);
         }
         let len = self.resource(bar as usize)?.1;
-        Ok(IoMap { dev: *self, base, len })
+        Ok(IoMap {
+            dev: *self,
+            base,
+            len,
+        })
     }
 
     /// Lets the device master the bus; QEMU delivers MSI-X messages only then.
@@ -157,7 +162,10 @@ impl Device {
         if got < 0 {
             return Err(Error::from_errno(got));
         }
-        Ok(MsixVectors { dev: *self, count: got as u32 })
+        Ok(MsixVectors {
+            dev: *self,
+            count: got as u32,
+        })
     }
 }
 

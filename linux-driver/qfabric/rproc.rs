@@ -4,11 +4,11 @@
 //! interrupts and an extra subdevice. The C core does the resource-table and virtio work.
 
 use super::err_ptr;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::bindings;
 use kernel::error::{code::*, to_result, Result};
 use kernel::ffi::{c_int, c_void};
 use kernel::str::CStr;
-use core::sync::atomic::{AtomicBool, Ordering};
 
 #[allow(improper_ctypes)] // `struct rproc` is only passed by pointer.
 extern "C" {
@@ -117,11 +117,28 @@ impl Rproc {
 
     /// Registers a carveout named `name` (`rproc_mem_entry_init` + `rproc_add_carveout`).
     /// `va` is the kernel mapping, or null to let whoever uses the carveout map `dma` itself.
-    pub fn add_carveout(&self, dev: *mut bindings::device, va: *mut u8, dma: u64, len: usize, da: u32, name: &CStr) -> Result {
+    pub fn add_carveout(
+        &self,
+        dev: *mut bindings::device,
+        va: *mut u8,
+        dma: u64,
+        len: usize,
+        da: u32,
+        name: &CStr,
+    ) -> Result {
         // SAFETY: `dev` is the parent device; `name` is passed as the format of a "%s"-free
         // string (our names have no '%'); the entry is owned by the core once added.
         let mem = unsafe {
-            bindings::rproc_mem_entry_init(dev, va.cast(), dma, len, da, None, None, name.as_char_ptr())
+            bindings::rproc_mem_entry_init(
+                dev,
+                va.cast(),
+                dma,
+                len,
+                da,
+                None,
+                None,
+                name.as_char_ptr(),
+            )
         };
         if mem.is_null() {
             return Err(ENOMEM);
@@ -217,7 +234,11 @@ impl Owned {
     ///
     /// # Safety
     /// `data` must stay alive and unmoved until the returned value is dropped.
-    pub unsafe fn alloc<P: Platform>(parent: *mut bindings::device, name: &'static CStr, data: &P::Data) -> Result<Self> {
+    pub unsafe fn alloc<P: Platform>(
+        parent: *mut bindings::device,
+        name: &'static CStr,
+        data: &P::Data,
+    ) -> Result<Self> {
         let ops = bindings::rproc_ops {
             prepare: Some(prepare_tramp::<P>),
             get_loaded_rsc_table: Some(table_tramp::<P>),
@@ -248,7 +269,11 @@ impl Owned {
             (*r).state = bindings::rproc_state_RPROC_DETACHED;
             (*r).features[0] |= 1 << bindings::rproc_features_RPROC_FEAT_ATTACH_ON_RECOVERY;
         }
-        Ok(Self { rproc: Rproc(r), added: AtomicBool::new(false), released: AtomicBool::new(false) })
+        Ok(Self {
+            rproc: Rproc(r),
+            added: AtomicBool::new(false),
+            released: AtomicBool::new(false),
+        })
     }
 
     pub fn rproc(&self) -> Rproc {
@@ -347,7 +372,11 @@ impl Subdev {
             stop: Some(subdev_stop::<H>),
             ..Default::default()
         };
-        Self { raw, data: core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()), linked: AtomicBool::new(false) }
+        Self {
+            raw,
+            data: core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()),
+            linked: AtomicBool::new(false),
+        }
     }
 
     /// Gives the hooks their data; must happen before [`Subdev::move_to_tail`].
@@ -356,7 +385,8 @@ impl Subdev {
     /// `data` must be the `H::Data` of the `H` given to `new`, and outlive every rproc the
     /// subdevice is linked into; the subdevice itself must not move once linked.
     pub unsafe fn bind<D: Sync>(&self, data: &D) {
-        self.data.store(data as *const D as *mut c_void, Ordering::Release);
+        self.data
+            .store(data as *const D as *mut c_void, Ordering::Release);
     }
 
     /// (Re)links the subdevice at the tail of `rproc`'s list. Call only where the core holds

@@ -29,7 +29,11 @@ impl Shm {
         if base.is_null() {
             return Err(ENOMEM);
         }
-        Ok(Self { base: base.cast(), len, phys })
+        Ok(Self {
+            base: base.cast(),
+            len,
+            phys,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -55,7 +59,9 @@ impl Shm {
         }
         let p = self.ptr(offset, 4)?;
         // SAFETY: `p` is 4-byte aligned and inside the live mapping (checked above).
-        Ok(u32::from_le(unsafe { core::ptr::read_volatile(p.cast::<u32>()) }))
+        Ok(u32::from_le(unsafe {
+            core::ptr::read_volatile(p.cast::<u32>())
+        }))
     }
 
     pub fn write_u32(&self, offset: usize, value: u32) -> Result {

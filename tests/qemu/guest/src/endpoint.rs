@@ -1,4 +1,5 @@
-//! An rpmsg endpoint to the MCU's `qfabric` channel through Linux's `rpmsg_char`.
+//! An rpmsg endpoint to the MCU's `qfabric` channel through Linux's `rpmsg_char`
+//! (`/dev/rpmsg_ctrlN` creates it, `/dev/rpmsgN` carries it).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -32,18 +33,35 @@ pub struct Endpoint {
 impl Endpoint {
     /// Creates an endpoint named `qfabric` to [`MCU_ADDR`] and opens its `/dev/rpmsgN`.
     pub fn open_qfabric() -> Result<Endpoint> {
+        // After a crash recovery the control device is a new one: take whichever exists.
+        let ctrl_path = std::fs::read_dir("/dev")
+            .context("read /dev")?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("rpmsg_ctrl"))
+            })
+            .context("no /dev/rpmsg_ctrl*")?;
         let ctrl = OpenOptions::new()
             .read(true)
             .write(true)
-            .open("/dev/rpmsg_ctrl0")
-            .context("open /dev/rpmsg_ctrl0")?;
+            .open(&ctrl_path)
+            .with_context(|| format!("open {}", ctrl_path.display()))?;
         let before = eptdevs()?;
-        let mut info = EndpointInfo { name: [0; 32], src: ADDR_ANY, dst: MCU_ADDR };
+        let mut info = EndpointInfo {
+            name: [0; 32],
+            src: ADDR_ANY,
+            dst: MCU_ADDR,
+        };
         info.name[..7].copy_from_slice(b"qfabric");
         // SAFETY: the ioctl reads a `struct rpmsg_endpoint_info`, which `EndpointInfo` mirrors.
         let rc = unsafe { libc::ioctl(ctrl.as_raw_fd(), RPMSG_CREATE_EPT_IOCTL as _, &info) };
         if rc != 0 {
-            bail!("RPMSG_CREATE_EPT_IOCTL: {}", std::io::Error::last_os_error());
+            bail!(
+                "RPMSG_CREATE_EPT_IOCTL: {}",
+                std::io::Error::last_os_error()
+            );
         }
         // The new eptdev is the one that was not there before; devtmpfs creates its node.
         let name = eptdevs()?
@@ -69,23 +87,36 @@ impl Endpoint {
     pub fn send(&mut self, message: &[u8]) -> std::io::Result<()> {
         let n = self.file.write(message)?;
         if n != message.len() {
-            return Err(std::io::Error::other(format!("short write {n}/{}", message.len())));
+            return Err(std::io::Error::other(format!(
+                "short write {n}/{}",
+                message.len()
+            )));
         }
         Ok(())
     }
 
     /// Receives one message, waiting at most `timeout`.
     pub fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize> {
-        let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: self.file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd.
         let rc = unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as libc::c_int) };
         if rc < 0 {
-            bail!("poll {}: {}", self.path.display(), std::io::Error::last_os_error());
+            bail!(
+                "poll {}: {}",
+                self.path.display(),
+                std::io::Error::last_os_error()
+            );
         }
         if rc == 0 {
             bail!("no reply within {} ms", timeout.as_millis());
         }
-        self.file.read(buf).with_context(|| format!("read {}", self.path.display()))
+        self.file
+            .read(buf)
+            .with_context(|| format!("read {}", self.path.display()))
     }
 
     /// Destroys the endpoint (its /dev node goes away).
@@ -93,7 +124,10 @@ impl Endpoint {
         // SAFETY: a plain ioctl without argument on our open endpoint.
         let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), RPMSG_DESTROY_EPT_IOCTL as _) };
         if rc != 0 {
-            bail!("RPMSG_DESTROY_EPT_IOCTL: {}", std::io::Error::last_os_error());
+            bail!(
+                "RPMSG_DESTROY_EPT_IOCTL: {}",
+                std::io::Error::last_os_error()
+            );
         }
         Ok(())
     }

@@ -25,8 +25,11 @@ fn flag(args: &[String], name: &str, default: u64) -> Result<u64> {
     match args.iter().position(|a| a == name) {
         None => Ok(default),
         Some(i) => {
-            let text = args.get(i + 1).with_context(|| format!("{name} needs a value"))?;
-            text.parse().with_context(|| format!("{name} {text}: not a number"))
+            let text = args
+                .get(i + 1)
+                .with_context(|| format!("{name} needs a value"))?;
+            text.parse()
+                .with_context(|| format!("{name} {text}: not a number"))
         }
     }
 }

@@ -35,7 +35,12 @@ struct Mirror {
 
 impl Mirror {
     fn new(epoch: u32) -> Mirror {
-        Mirror { replay: Replay::new(), epoch, next_invocation: 1, rng: Rng(0x9e37_79b9_7f4a_7c15 ^ epoch as u64) }
+        Mirror {
+            replay: Replay::new(),
+            epoch,
+            next_invocation: 1,
+            rng: Rng(0x9e37_79b9_7f4a_7c15 ^ epoch as u64),
+        }
     }
 
     fn header(&mut self, task: Task) -> Header {
@@ -51,7 +56,14 @@ impl Mirror {
         let len = match task {
             Task::Add => {
                 let r = self.rng.next();
-                encode_frame(&header, &AddRequest { a: r as i32, b: (r >> 32) as i32 }, out)
+                encode_frame(
+                    &header,
+                    &AddRequest {
+                        a: r as i32,
+                        b: (r >> 32) as i32,
+                    },
+                    out,
+                )
             }
             Task::Crc32 => {
                 let mut block = [0u8; 64];
@@ -70,19 +82,28 @@ impl Mirror {
     /// What the MCU must answer to `request`.
     fn expect(&mut self, request: &[u8], out: &mut [u8; MAX_FRAME_LEN]) -> Result<usize> {
         let clock = || 0u64;
-        let served = serve(request, out, &clock, &mut self.replay).map_err(|e| anyhow::anyhow!("local serve: {e:?}"))?;
+        let served = serve(request, out, &clock, &mut self.replay)
+            .map_err(|e| anyhow::anyhow!("local serve: {e:?}"))?;
         Ok(served.len)
     }
 }
 
 /// Sends `request` and checks the reply; returns the round-trip time.
-fn exchange(ep: &mut Endpoint, mirror: &mut Mirror, request: &[u8], what: &str) -> Result<Duration> {
+fn exchange(
+    ep: &mut Endpoint,
+    mirror: &mut Mirror,
+    request: &[u8],
+    what: &str,
+) -> Result<Duration> {
     let mut expected = [0u8; MAX_FRAME_LEN];
     let expected_len = mirror.expect(request, &mut expected)?;
     let mut reply = [0u8; MAX_FRAME_LEN];
     let start = Instant::now();
-    ep.send(request).with_context(|| format!("{what}: send {} bytes", request.len()))?;
-    let n = ep.recv(&mut reply, REPLY_TIMEOUT).with_context(|| format!("{what}: reply"))?;
+    ep.send(request)
+        .with_context(|| format!("{what}: send {} bytes", request.len()))?;
+    let n = ep
+        .recv(&mut reply, REPLY_TIMEOUT)
+        .with_context(|| format!("{what}: reply"))?;
     let rtt = start.elapsed();
     if reply[..n] != expected[..expected_len] {
         bail!(
@@ -114,15 +135,21 @@ pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
     let mut frame = [0u8; MAX_FRAME_LEN];
     for len in 1..=RPMSG_MAX_PAYLOAD {
         let header = mirror.header(Task::Crc32);
-        let payload: Vec<u8> = (0..len.saturating_sub(HEADER_LEN)).map(|_| mirror.rng.next() as u8).collect();
-        let full = encode_frame_raw(&header, &payload, &mut frame).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let payload: Vec<u8> = (0..len.saturating_sub(HEADER_LEN))
+            .map(|_| mirror.rng.next() as u8)
+            .collect();
+        let full = encode_frame_raw(&header, &payload, &mut frame)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let message = &frame[..full.min(len)];
         exchange(ep, &mut mirror, message, &format!("size {len}"))?;
     }
     let oversize = vec![0u8; RPMSG_MAX_PAYLOAD + 1];
     match ep.send(&oversize) {
         Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {}
-        Err(e) => bail!("oversize ({} bytes): expected EMSGSIZE, got {e}", oversize.len()),
+        Err(e) => bail!(
+            "oversize ({} bytes): expected EMSGSIZE, got {e}",
+            oversize.len()
+        ),
         Ok(()) => bail!("oversize ({} bytes) was accepted", oversize.len()),
     }
     let len = mirror.request(0, &mut frame)?;
@@ -141,7 +168,12 @@ pub fn latency(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
     let mut rtts = Vec::with_capacity(count as usize);
     for i in 0..count {
         let len = mirror.request(0, &mut request)?;
-        rtts.push(exchange(ep, &mut mirror, &request[..len], &format!("call {i}"))?);
+        rtts.push(exchange(
+            ep,
+            &mut mirror,
+            &request[..len],
+            &format!("call {i}"),
+        )?);
     }
     if rtts.is_empty() {
         bail!("--count 0: nothing measured");
