@@ -41,8 +41,6 @@ pub enum Problem {
     WrongKind,
     /// The frame's effect class differs from the task's declaration.
     EffectMismatch { declared: u8, found: u8 },
-    /// The payload length does not match the task's fixed request size.
-    WrongPayloadSize { expected: usize, found: usize },
     /// No task with this id is declared on the receiver.
     NoSuchTask { task_id: u32 },
     /// The epoch is older than the receiver's current epoch for this task.
@@ -141,12 +139,6 @@ impl fmt::Display for Problem {
                 write!(
                     f,
                     "effect class {found} differs from the declared {declared}"
-                )
-            }
-            Problem::WrongPayloadSize { expected, found } => {
-                write!(
-                    f,
-                    "payload is {found} bytes, the task's type encodes to {expected}"
                 )
             }
             Problem::NoSuchTask { task_id } => write!(f, "no task with id {task_id}"),

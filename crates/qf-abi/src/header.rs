@@ -228,29 +228,35 @@ impl Header {
                 Problem::UnsupportedVersion { found: version },
             ));
         }
-        let kind = MessageKind::from_code(bytes[offset::KIND]).ok_or(AbiError::new(
-            Status::Malformed,
-            offset::KIND,
-            "kind",
-            Problem::UnknownCode {
-                found: bytes[offset::KIND],
-            },
-        ))?;
-        let effect = EffectClass::from_code(bytes[offset::EFFECT]).ok_or(AbiError::new(
-            Status::Malformed,
-            offset::EFFECT,
-            "effect",
-            Problem::UnknownCode {
-                found: bytes[offset::EFFECT],
-            },
-        ))?;
+        let kind = MessageKind::from_code(bytes[offset::KIND]).ok_or_else(|| {
+            AbiError::new(
+                Status::Malformed,
+                offset::KIND,
+                "kind",
+                Problem::UnknownCode {
+                    found: bytes[offset::KIND],
+                },
+            )
+        })?;
+        let effect = EffectClass::from_code(bytes[offset::EFFECT]).ok_or_else(|| {
+            AbiError::new(
+                Status::Malformed,
+                offset::EFFECT,
+                "effect",
+                Problem::UnknownCode {
+                    found: bytes[offset::EFFECT],
+                },
+            )
+        })?;
         let status_code = bytes[offset::STATUS];
-        let status = Status::from_code(status_code).ok_or(AbiError::new(
-            Status::Malformed,
-            offset::STATUS,
-            "status",
-            Problem::UnknownCode { found: status_code },
-        ))?;
+        let status = Status::from_code(status_code).ok_or_else(|| {
+            AbiError::new(
+                Status::Malformed,
+                offset::STATUS,
+                "status",
+                Problem::UnknownCode { found: status_code },
+            )
+        })?;
         if kind == MessageKind::Request && status != Status::Ok {
             return Err(AbiError::new(
                 Status::Malformed,

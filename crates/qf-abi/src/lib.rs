@@ -37,7 +37,7 @@ pub mod header;
 mod replay;
 mod status;
 
-pub use codec::{decode_payload, encode_payload, encoded_len, WireSize};
+pub use codec::{decode_payload, decode_payload_seed, encode_payload, encoded_len, WireSize};
 pub use effect::EffectClass;
 pub use error::{AbiError, Problem};
 pub use frame::{decode_frame, encode_frame, encode_frame_raw, Frame};

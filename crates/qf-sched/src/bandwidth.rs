@@ -35,10 +35,10 @@ impl Bandwidth {
         Bandwidth(self.0.saturating_sub(other.0))
     }
 
-    /// Parts per million of one processor, rounded down (for messages and reports).
+    /// Parts per million of one processor, rounded to nearest (for messages and reports).
     pub const fn ppm(self) -> u64 {
         let scaled = (self.0 >> 32) * 1_000_000;
-        let ppm = scaled >> 32;
+        let ppm = (scaled + (1 << 31)) >> 32;
         if ppm > u64::MAX as u128 {
             u64::MAX
         } else {
@@ -73,6 +73,8 @@ mod tests {
     fn ppm_reads_back_common_fractions() {
         assert_eq!(Bandwidth::ratio(3, 8).map(Bandwidth::ppm), Some(375_000));
         assert_eq!(Bandwidth::ONE.ppm(), 1_000_000);
+        assert_eq!(Bandwidth::ratio(9, 10).map(Bandwidth::ppm), Some(900_000));
+        assert_eq!(Bandwidth::ratio(4, 7).map(Bandwidth::ppm), Some(571_429));
         assert_eq!(
             Bandwidth::ratio(u64::MAX, 1).map(Bandwidth::ppm),
             Some(u64::MAX)

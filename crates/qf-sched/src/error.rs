@@ -1,7 +1,6 @@
 //! Error statuses of the scheduler API. Every entry point returns one of these instead of
-//! panicking; the Zephyr adapter maps them to negative errno values.
-
-use crate::Bandwidth;
+//! panicking; the Zephyr adapter maps them to negative errno values. Kept to 16 bytes so a
+//! `Result<(), Error>` comes back in registers on the hot paths.
 
 /// Why a scheduler call did not (fully) succeed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -20,15 +19,15 @@ pub enum Error {
         late_by: u64,
     },
     /// Admission control refused the thread's new bandwidth; nothing changed and no cycle
-    /// started. `requested` is the thread's bandwidth, `others` the sum already admitted for the
-    /// other threads, `bound` the configured limit.
+    /// started. Values are parts per million of one CPU (see [`crate::Bandwidth::ppm`],
+    /// saturated to `u32`); the decision itself was made on exact fixed-point values.
     AdmissionRejected {
         /// What this thread asked for (`Q/T` for a CBS, `WCET/period` for a periodic thread).
-        requested: Bandwidth,
+        requested_ppm: u32,
         /// Bandwidth already admitted to all other threads.
-        others: Bandwidth,
+        others_ppm: u32,
         /// The configured bound on the total.
-        bound: Bandwidth,
+        bound_ppm: u32,
     },
 }
 
@@ -57,16 +56,22 @@ impl core::fmt::Display for Error {
                 )
             }
             Error::AdmissionRejected {
-                requested,
-                others,
-                bound,
+                requested_ppm,
+                others_ppm,
+                bound_ppm,
             } => write!(
                 f,
-                "admission control: bandwidth {} ppm on top of {} ppm exceeds the bound of {} ppm",
-                requested.ppm(),
-                others.ppm(),
-                bound.ppm()
+                "admission control: bandwidth {requested_ppm} ppm on top of {others_ppm} ppm \
+                 exceeds the bound of {bound_ppm} ppm"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_status_fits_in_two_registers() {
+        assert!(core::mem::size_of::<Result<(), super::Error>>() <= 16);
     }
 }

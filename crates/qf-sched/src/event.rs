@@ -82,7 +82,8 @@ const EMPTY: Event = Event {
 #[derive(Clone, Debug)]
 pub struct EventRing<const N: usize> {
     slots: [Event; N],
-    head: usize,
+    /// Where the next event goes; the oldest waiting one is `len` slots before it.
+    next: usize,
     len: usize,
     lost: u64,
 }
@@ -98,7 +99,7 @@ impl<const N: usize> EventRing<N> {
     pub const fn new() -> Self {
         Self {
             slots: [EMPTY; N],
-            head: 0,
+            next: 0,
             len: 0,
             lost: 0,
         }
@@ -107,18 +108,24 @@ impl<const N: usize> EventRing<N> {
     /// Appends `event`, overwriting the oldest one if the ring is full.
     #[inline]
     pub fn push(&mut self, event: Event) {
-        if N == 0 {
-            self.lost = self.lost.saturating_add(1);
-            return;
+        if let Some(slot) = self.slots.get_mut(self.next) {
+            *slot = event;
+            self.next = (self.next + 1) % N;
         }
-        let tail = (self.head + self.len) % N;
-        self.slots[tail] = event;
-        if self.len == N {
-            self.head = (self.head + 1) % N;
-            self.lost = self.lost.saturating_add(1);
-        } else {
+        if self.len < N {
             self.len += 1;
+        } else {
+            self.lost = self.lost.wrapping_add(1);
         }
+    }
+
+    /// Slot of the `i`-th oldest waiting event.
+    #[inline]
+    fn slot(&self, i: usize) -> usize {
+        if N == 0 {
+            return 0;
+        }
+        (self.next + N - self.len + i) % N
     }
 
     /// Removes and returns the oldest event.
@@ -127,8 +134,7 @@ impl<const N: usize> EventRing<N> {
         if self.len == 0 {
             return None;
         }
-        let event = self.slots[self.head];
-        self.head = (self.head + 1) % N;
+        let event = *self.slots.get(self.slot(0))?;
         self.len -= 1;
         Some(event)
     }
@@ -150,7 +156,7 @@ impl<const N: usize> EventRing<N> {
 
     /// Iterates over the waiting events, oldest first, without removing them.
     pub fn iter(&self) -> impl Iterator<Item = &Event> + '_ {
-        (0..self.len).map(move |i| &self.slots[(self.head + i) % N])
+        (0..self.len).filter_map(move |i| self.slots.get(self.slot(i)))
     }
 
     /// Removes every waiting event, oldest first.

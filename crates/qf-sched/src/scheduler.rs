@@ -40,8 +40,19 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     }
 
     fn slot(&mut self, id: ThreadId) -> Result<&mut ControlBlock, Error> {
-        match self.threads.get_mut(id.index()) {
-            Some(block) if block.attached => Ok(block),
+        self.slot_and_trace(id).map(|(block, _)| block)
+    }
+
+    /// The attached control block of `id` together with the trace, borrowed apart.
+    fn slot_and_trace(
+        &mut self,
+        id: ThreadId,
+    ) -> Result<(&mut ControlBlock, &mut EventRing<EVENTS>), Error> {
+        let Self {
+            threads, events, ..
+        } = self;
+        match threads.get_mut(id.index()) {
+            Some(block) if block.attached => Ok((block, events)),
             _ => Err(Error::UnknownThread),
         }
     }
@@ -106,15 +117,18 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
 
     /// Gives the thread a private CBS with maximum budget `budget` (0 removes it). The server
     /// period is the relative deadline passed to each `deadline_set`. A new server starts with
-    /// `c = 0, d = 0`, so its first job always replenishes. Takes effect at the next cycle.
+    /// `c = 0, d = 0`, so its first job always replenishes. Like the other setters it takes
+    /// effect from the next cycle (a changed `Q` at the next job arrival), except that removing
+    /// the server stops its budget clock at once.
     pub fn cbs_budget_set(&mut self, id: ThreadId, budget: u64) -> Result<(), Error> {
         let block = self.slot(id)?;
         if budget == 0 || !block.server.enabled() {
             block.server.budget = 0;
             block.server.deadline = 0;
+            block.budget_running_since = None;
+            block.cycle_served = false;
         }
         block.server.budget_max = budget;
-        block.server.budget = block.server.budget.min(budget);
         Ok(())
     }
 
@@ -199,10 +213,11 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             let requested = block.requested_bandwidth(rel);
             let others = total.saturating_sub(block.admitted);
             if others.saturating_add(requested) > bound {
+                let ppm = |b: Bandwidth| u32::try_from(b.ppm()).unwrap_or(u32::MAX);
                 return Err(Error::AdmissionRejected {
-                    requested,
-                    others,
-                    bound,
+                    requested_ppm: ppm(requested),
+                    others_ppm: ppm(others),
+                    bound_ppm: ppm(bound),
                 });
             }
             block.admitted = requested;
@@ -257,13 +272,7 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// periodic, or exits): charges the CBS budget, drops the deadline-miss check.
     pub fn cycle_end<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let now = kernel.now();
-        let Self {
-            threads, events, ..
-        } = self;
-        let block = match threads.get_mut(id.index()) {
-            Some(block) if block.attached => block,
-            _ => return Err(Error::UnknownThread),
-        };
+        let (block, events) = self.slot_and_trace(id)?;
         block.end_cycle(events, id, now);
         block.rearm(kernel, id);
         Ok(())
@@ -275,16 +284,9 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     #[inline]
     pub fn switched_in<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let now = kernel.now();
-        let Self {
-            threads, events, ..
-        } = self;
-        match threads.get_mut(id.index()) {
-            Some(block) if block.attached => {
-                block.switched_in(kernel, events, id, now);
-                Ok(())
-            }
-            _ => Err(Error::UnknownThread),
-        }
+        let (block, events) = self.slot_and_trace(id)?;
+        block.switched_in(kernel, events, id, now);
+        Ok(())
     }
 
     /// Context-switch hook for the outgoing thread (`z_cbs_switched_out`): stops its budget
@@ -292,16 +294,9 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     #[inline]
     pub fn switched_out<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let now = kernel.now();
-        let Self {
-            threads, events, ..
-        } = self;
-        match threads.get_mut(id.index()) {
-            Some(block) if block.attached => {
-                block.switched_out(kernel, events, id, now);
-                Ok(())
-            }
-            _ => Err(Error::UnknownThread),
-        }
+        let (block, events) = self.slot_and_trace(id)?;
+        block.switched_out(kernel, events, id, now);
+        Ok(())
     }
 
     /// Timer-expiry entry point: the adapter calls it when thread `id`'s one-shot timer fires.
@@ -310,15 +305,8 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// re-arms the timer. A stale or early expiry is harmless.
     pub fn timer_expired<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let now = kernel.now();
-        let Self {
-            threads, events, ..
-        } = self;
-        match threads.get_mut(id.index()) {
-            Some(block) if block.attached => {
-                block.timer_expired(kernel, events, id, now);
-                Ok(())
-            }
-            _ => Err(Error::UnknownThread),
-        }
+        let (block, events) = self.slot_and_trace(id)?;
+        block.timer_expired(kernel, events, id, now);
+        Ok(())
     }
 }

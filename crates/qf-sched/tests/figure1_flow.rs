@@ -357,26 +357,22 @@ fn admission_control_refuses_a_thread_that_would_exceed_the_bound_and_changes_no
     sched.cbs_budget_set(T1, 4).unwrap();
     k.take();
     let refused = sched.deadline_set(&mut k, T1, 8);
-    let Err(Error::AdmissionRejected {
-        requested,
-        others,
-        bound,
-    }) = refused
-    else {
-        panic!("expected a rejection, got {refused:?}");
-    };
     assert_eq!(
-        (requested.ppm(), others.ppm(), bound.ppm()),
-        (500_000, 571_428, 1_000_000)
+        refused,
+        Err(Error::AdmissionRejected {
+            requested_ppm: 500_000,
+            others_ppm: 571_429,
+            bound_ppm: 1_000_000
+        })
     );
     assert!(k.take().is_empty());
     assert!(!sched.thread(T1).is_some_and(|b| b.cycle_active()));
     // Q = 3 fits: 4/7 + 3/8 ≈ 0.946.
     sched.cbs_budget_set(T1, 3).unwrap();
     assert_eq!(sched.deadline_set(&mut k, T1, 8), Ok(()));
-    assert_eq!(sched.admitted_total().ppm(), 946_428);
+    assert_eq!(sched.admitted_total().ppm(), 946_429);
     sched.detach(&mut k, T1).unwrap();
-    assert_eq!(sched.admitted_total().ppm(), 571_428);
+    assert_eq!(sched.admitted_total().ppm(), 571_429);
 }
 
 #[test]
@@ -393,4 +389,61 @@ fn calls_for_unknown_or_detached_threads_return_an_error() {
         sched.timer_expired(&mut k, ThreadId(u16::MAX)),
         Err(Error::UnknownThread)
     );
+}
+
+mod overrun_rule {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A periodic cycle started at 0 with period `p0`; during it the period becomes `p1`;
+        /// it ends at `end`. deadline_set suspends until `p1` if the cycle ended before it,
+        /// starts the next cycle at once otherwise, and reports an overrun only if the cycle
+        /// also overran the period it started with (or the period was not shortened).
+        #[test]
+        fn overrun_is_an_error_unless_only_the_shortened_period_was_exceeded(
+            p0 in 1u64..50, p1 in 1u64..50, end in 0u64..100,
+        ) {
+            let (mut sched, mut k) = setup(&[T0]);
+            sched.period_set(T0, p0).unwrap();
+            sched.deadline_set(&mut k, T0, 10).unwrap();
+            sched.period_set(T0, p1).unwrap();
+            k.take();
+            k.now = end;
+            let status = sched.deadline_set(&mut k, T0, 10);
+            let requests = k.take();
+            if end < p1 {
+                prop_assert_eq!(status, Ok(()));
+                prop_assert_eq!(&requests[0], &Request::Suspend(T0, p1));
+            } else {
+                prop_assert!(!requests.iter().any(|r| matches!(r, Request::Suspend(..))));
+                let excused = p1 < p0 && end <= p0;
+                if end > p1 && !excused {
+                    prop_assert_eq!(status, Err(Error::PeriodOverrun { late_by: end - p1 }));
+                } else {
+                    prop_assert_eq!(status, Ok(()));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn removing_the_server_mid_job_stops_its_budget_clock() {
+    let (mut sched, mut k) = cbs_thread_started_at_3();
+    sched.cbs_budget_set(T1, 0).unwrap();
+    k.take();
+    // The timer armed for the old exhaustion instant fires: nothing is left to exhaust, and
+    // nothing is re-armed for "now" (which a kernel would fire again at once, forever).
+    k.now = 6;
+    sched.timer_expired(&mut k, T1).unwrap();
+    assert!(
+        !k.take()
+            .iter()
+            .any(|r| matches!(r, Request::TimerArm(_, at) if *at <= 6)),
+        "re-armed in the past"
+    );
+    assert!(kinds(&mut sched)
+        .iter()
+        .all(|e| e.1 != EventKind::BudgetReplenish));
 }

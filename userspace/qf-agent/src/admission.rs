@@ -205,7 +205,7 @@ pub fn admit(
     if !context.contract_violated {
         failed.insert(Reason::UnsatisfiedContract);
     }
-    if !model.effect.is_migration_eligible() {
+    if !model.effect.may_migrate_automatically() {
         failed.insert(Reason::SemanticIneligibility);
     }
     if !model.allows(to) || !context.domain_available[to.index()] {
@@ -238,9 +238,9 @@ pub fn admit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{DomainEvidence, Effect};
+    use crate::model::{DomainEvidence, EffectClass};
 
-    fn task(effect: Effect, linux_q95: f64, mcu_q95: f64, rate_hz: f64) -> TaskModel {
+    fn task(effect: EffectClass, linux_q95: f64, mcu_q95: f64, rate_hz: f64) -> TaskModel {
         TaskModel {
             name: "t".into(),
             effect,
@@ -272,8 +272,8 @@ mod tests {
     #[test]
     fn eq2_sums_profiled_p95s_of_the_candidate_placement() {
         let tasks = [
-            task(Effect::Pure, 100.0, 1_000.0, 1.0),
-            task(Effect::Pure, 200.0, 2_000.0, 1.0),
+            task(EffectClass::Pure, 100.0, 1_000.0, 1.0),
+            task(EffectClass::Pure, 200.0, 2_000.0, 1.0),
         ];
         let placement = [DomainId::Linux, DomainId::Linux];
         assert_eq!(predicted_chain_cost_us(&tasks, &placement, None), 300.0);
@@ -287,8 +287,8 @@ mod tests {
     fn eq5_counts_tasks_already_on_the_mcu() {
         // 50 Hz × 4 ms = 0.2 already placed, plus 100 Hz × 5 ms = 0.5.
         let tasks = [
-            task(Effect::Pure, 1.0, 4_000.0, 50.0),
-            task(Effect::Pure, 1.0, 5_000.0, 100.0),
+            task(EffectClass::Pure, 1.0, 4_000.0, 50.0),
+            task(EffectClass::Pure, 1.0, 5_000.0, 100.0),
         ];
         let placement = [DomainId::Mcu, DomainId::Linux];
         assert!((mcu_utilization_after(&tasks, &placement, 1) - 0.7).abs() < 1e-12);
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn an_admissible_candidate_fails_no_conjunct_and_a_bad_one_lists_every_failure() {
         let config = ContractConfig::default();
-        let tasks = [task(Effect::Pure, 5_000.0, 1_000.0, 1.0)];
+        let tasks = [task(EffectClass::Pure, 5_000.0, 1_000.0, 1.0)];
         let good = admit(
             &config,
             &tasks,
@@ -308,7 +308,7 @@ mod tests {
         );
         assert!(good.failed.is_empty(), "{:?}", good.failed);
 
-        let tasks = [task(Effect::Stateful, 5_000.0, 20_000.0, 100.0)];
+        let tasks = [task(EffectClass::Stateful, 5_000.0, 20_000.0, 100.0)];
         let mut bad_context = context(6_000.0);
         bad_context.cooldown_active = true;
         let bad = admit(
@@ -336,7 +336,7 @@ mod tests {
     #[test]
     fn missing_evidence_never_passes_the_cost_tests() {
         let config = ContractConfig::default();
-        let mut lone = task(Effect::Pure, 5_000.0, 1_000.0, 1.0);
+        let mut lone = task(EffectClass::Pure, 5_000.0, 1_000.0, 1.0);
         lone.evidence[1] = DomainEvidence::NONE;
         let result = admit(
             &config,

@@ -11,7 +11,7 @@
 //! rate_hz = 50                 # invocation rate, for MCU headroom (Eq. 5)
 //! ```
 
-use crate::model::{DomainId, Effect};
+use crate::model::{effect_name, DomainId, EffectClass};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -21,8 +21,8 @@ use std::path::Path;
 #[serde(deny_unknown_fields)]
 pub struct TaskDecl {
     pub name: String,
-    #[serde(default)]
-    pub effect: Effect,
+    #[serde(default, with = "effect_name")]
+    pub effect: EffectClass,
     pub domains: Vec<DomainId>,
     pub start: DomainId,
     pub deadline_us: Option<f64>,
@@ -132,8 +132,12 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(chain.task[0].effect, Effect::Pure);
-        assert_eq!(chain.task[1].effect, Effect::Stateful, "default effect");
+        assert_eq!(chain.task[0].effect, EffectClass::Pure);
+        assert_eq!(
+            chain.task[1].effect,
+            EffectClass::Stateful,
+            "default effect"
+        );
         assert_eq!(chain.task[1].allowed(), [true, false]);
     }
 

@@ -8,7 +8,7 @@
 
 use crate::contract::ContractConfig;
 use crate::controller::{Controller, Decision};
-use crate::model::{DomainEvidence, DomainId, Effect, TaskModel};
+use crate::model::{DomainEvidence, DomainId, EffectClass, TaskModel};
 use std::time::Instant;
 
 /// A controller set up for repeated full decisions; all allocation happens in [`Rig::new`].
@@ -30,7 +30,7 @@ impl Rig {
         let tasks = (0..4)
             .map(|i| TaskModel {
                 name: format!("fir_x64_n{i}"),
-                effect: Effect::Pure,
+                effect: EffectClass::Pure,
                 allowed: [true, true],
                 rate_hz: 10.0,
                 evidence: [

@@ -11,7 +11,7 @@
 
 use crate::chain::{Chain, TaskDecl};
 use crate::contract::{deadline_rule_us, ContractConfig};
-use crate::model::{DomainEvidence, DomainId, Effect};
+use crate::model::{DomainEvidence, DomainId, EffectClass};
 use crate::replay::{replay, Policy, ReplayInputs, ReplayResult};
 use crate::synthetic::{CALLERS, LOADS, WORKLOADS};
 use crate::traces::{trace_file_name, Trace};
@@ -70,7 +70,7 @@ fn chain_inputs(
     let task = (0..CHAIN_NODES)
         .map(|node| TaskDecl {
             name: format!("{workload}_n{node}"),
-            effect: Effect::Pure,
+            effect: EffectClass::Pure,
             domains: vec![DomainId::Linux, DomainId::Mcu],
             start: start[node],
             deadline_us: Some(deadline_us),
@@ -110,6 +110,8 @@ pub struct Evaluation {
     pub config: ContractConfig,
     pub synthetic: bool,
     pub progress: bool,
+    /// Workloads to evaluate (names from [`WORKLOADS`]).
+    pub workloads: Vec<String>,
 }
 
 impl Evaluation {
@@ -117,7 +119,7 @@ impl Evaluation {
     pub fn run(&self) -> Result<Vec<CellResult>> {
         let dir = self.out.join("evaluate");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let cells = WORKLOADS.len() * LOADS.len();
+        let cells = self.workloads.len() * LOADS.len();
         let bar = if self.progress {
             indicatif::ProgressBar::new(cells as u64)
         } else {
@@ -129,7 +131,7 @@ impl Evaluation {
         );
         bar.set_prefix("evaluate");
         let mut results = Vec::new();
-        for workload in WORKLOADS {
+        for workload in self.workloads.iter().map(String::as_str) {
             let idle = load_pair(&self.traces, "idle", "ordinary", workload)?;
             for load in LOADS {
                 bar.set_message(format!("{workload} / {load}"));

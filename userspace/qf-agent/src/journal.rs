@@ -3,7 +3,9 @@
 //! previous record (SHA-256) and fsync'd before the decision takes effect.
 //!
 //! A line is `{"schema":1,"run_id":…,"seq":…,"monotonic_ns":…,"prev":HEX,"entry":{…},"hash":HEX}`
-//! where `hash = SHA-256(prev ‖ "\n" ‖ body)` and `body` is the line's JSON without `hash`. The
+//! where `hash = SHA-256(prev ‖ "\n" ‖ body)` and `body` is the line's text without the trailing
+//! `,"hash":HEX` member, byte for byte as written (re-serialising parsed JSON would not do: float
+//! formatting does not round-trip exactly through a parse). The
 //! first record's `prev` is 64 zeros. Opening a journal verifies the whole chain; a corrupt record
 //! or a truncated tail is reported with its line number and never silently accepted.
 
@@ -20,7 +22,7 @@ const GENESIS: &str = "000000000000000000000000000000000000000000000000000000000
 /// Why a journal cannot be trusted or written.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
-    #[error("journal {path}: {source}")]
+    #[error("journal {path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -62,16 +64,26 @@ struct Body {
     entry: serde_json::Value,
 }
 
-/// A full line.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Record {
-    pub schema: u32,
-    pub run_id: String,
-    pub seq: u64,
-    pub monotonic_ns: u64,
-    pub prev: String,
-    pub entry: serde_json::Value,
-    pub hash: String,
+const HASH_MEMBER: &str = ",\"hash\":\"";
+
+/// A line is the body's JSON object with `"hash":HEX` appended as its last member.
+fn join_hash(body_text: &str, hash: &str) -> String {
+    let open = body_text.strip_suffix('}').unwrap_or(body_text);
+    format!("{open}{HASH_MEMBER}{hash}\"}}")
+}
+
+/// Inverse of [`join_hash`]: the body text exactly as it was hashed, and the stored hash.
+fn split_hash(line: &str) -> Option<(String, &str)> {
+    let without_close = line.strip_suffix("\"}")?;
+    let split = without_close.len().checked_sub(64 + HASH_MEMBER.len())?;
+    if !without_close.is_char_boundary(split) {
+        return None;
+    }
+    let (open, member) = without_close.split_at(split);
+    let hash = member.strip_prefix(HASH_MEMBER)?;
+    hash.bytes()
+        .all(|b| b.is_ascii_hexdigit())
+        .then(|| (format!("{open}}}"), hash))
 }
 
 fn chain_hash(prev: &str, body: &str) -> String {
@@ -123,12 +135,16 @@ pub fn verify(path: &Path) -> Result<Verified, JournalError> {
                 line: line_number,
             });
         }
-        let record: Record =
-            serde_json::from_str(line.trim_end()).map_err(|e| JournalError::Corrupt {
-                path: path.to_owned(),
-                line: line_number,
-                detail: e.to_string(),
-            })?;
+        let text = line.trim_end_matches('\n');
+        let corrupt = |detail: String| JournalError::Corrupt {
+            path: path.to_owned(),
+            line: line_number,
+            detail,
+        };
+        // The hash covers the body exactly as written: the line minus its trailing hash member.
+        let (body_text, stored_hash) =
+            split_hash(text).ok_or_else(|| corrupt("no trailing \"hash\" member".into()))?;
+        let record: Body = serde_json::from_str(&body_text).map_err(|e| corrupt(e.to_string()))?;
         if record.schema != SCHEMA_VERSION {
             return Err(JournalError::Schema {
                 path: path.to_owned(),
@@ -153,22 +169,13 @@ pub fn verify(path: &Path) -> Result<Verified, JournalError> {
                 record.seq
             )));
         }
-        let body = Body {
-            schema: record.schema,
-            run_id: record.run_id.clone(),
-            seq: record.seq,
-            monotonic_ns: record.monotonic_ns,
-            prev: record.prev.clone(),
-            entry: record.entry.clone(),
-        };
-        let expected = chain_hash(&prev, &serde_json::to_string(&body)?);
-        if record.hash != expected {
+        let expected = chain_hash(&prev, &body_text);
+        if stored_hash != expected {
             return Err(broken(format!(
-                "stored hash {} but the record hashes to {expected}",
-                record.hash
+                "stored hash {stored_hash} but the record hashes to {expected}"
             )));
         }
-        prev = record.hash;
+        prev = expected;
         records += 1;
     }
     Ok(Verified {
@@ -227,16 +234,7 @@ impl Journal {
         };
         let body_text = serde_json::to_string(&body)?;
         let hash = chain_hash(&self.last_hash, &body_text);
-        let record = Record {
-            schema: body.schema,
-            run_id: body.run_id,
-            seq: body.seq,
-            monotonic_ns: body.monotonic_ns,
-            prev: body.prev,
-            entry: body.entry,
-            hash: hash.clone(),
-        };
-        let mut line = serde_json::to_string(&record)?;
+        let mut line = join_hash(&body_text, &hash);
         line.push('\n');
         let io = |source| JournalError::Io {
             path: self.path.clone(),
@@ -286,6 +284,29 @@ mod tests {
                 .unwrap();
         }
         (dir, path)
+    }
+
+    /// Floats are hashed as written, so values whose text does not survive a parse/print round
+    /// trip still verify (this failed under load before the hash covered the written bytes).
+    #[test]
+    fn awkward_floats_verify() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.jsonl");
+        let mut journal = Journal::open(&path, "run-1").unwrap();
+        let mut x = 0.1f64;
+        for i in 0..300 {
+            x = x * 1.000_000_7 + 0.000_013 * f64::from(i);
+            journal
+                .append(&json!({"latency_us": x, "tiny": x * 1e-300, "sum": 0.1 + 0.2}))
+                .unwrap();
+        }
+        assert_eq!(verify(&path).unwrap().records, 300);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.starts_with("{\"schema\":1,") && first.contains(",\"hash\":\""),
+            "{first}"
+        );
     }
 
     #[test]

@@ -70,22 +70,31 @@ impl std::str::FromStr for DomainId {
     }
 }
 
-/// Effect class of a task (the wire ABI's numbering). Only `Pure` tasks migrate automatically.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Effect {
-    Pure,
-    Idempotent,
-    /// A declaration without an effect is stateful (ABI v1).
-    #[default]
-    Stateful,
-    Actuating,
-}
+/// Effect classes are the wire ABI's (one definition, in `qf-abi`); only PURE tasks move.
+pub use qf_abi::EffectClass;
 
-impl Effect {
-    /// Semantic eligibility (Eq. 6, S_semantic): only pure tasks may move.
-    pub const fn is_migration_eligible(self) -> bool {
-        matches!(self, Effect::Pure)
+/// Serde for an [`EffectClass`] as its lowercase declaration name (`pure`, `idempotent`,
+/// `stateful`, `actuating`), for chain files and JSON.
+pub mod effect_name {
+    use qf_abi::EffectClass;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        effect: &EffectClass,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(effect.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<EffectClass, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        EffectClass::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown effect `{name}` (expected pure, idempotent, stateful or actuating)"
+            ))
+        })
     }
 }
 
@@ -109,7 +118,8 @@ impl DomainEvidence {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskModel {
     pub name: String,
-    pub effect: Effect,
+    #[serde(with = "effect_name")]
+    pub effect: EffectClass,
     /// Domains with an implementation of this task, indexed by [`DomainId::index`].
     pub allowed: [bool; 2],
     /// Invocation rate r_v in Hz, for the MCU headroom test (Eq. 5).

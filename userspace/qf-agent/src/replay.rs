@@ -90,12 +90,13 @@ pub struct ReplayInputs {
 }
 
 impl ReplayInputs {
-    /// Loads `TASK.DOMAIN.csv` for every task and allowed domain from `traces`; profiles from
+    /// Loads `TASK.DOMAIN.csv` for every task and allowed domain from `traces` (none: no
+    /// traces, as for a live daemon without a profile); profiles from
     /// `profile` (default: the traces themselves); deadlines from the chain or, by Eq. 4, from the
     /// idle traces in `idle`.
     pub fn load(
         chain: Chain,
-        traces: &Path,
+        traces: Option<&Path>,
         profile: Option<&Path>,
         idle: Option<&Path>,
     ) -> Result<Self> {
@@ -115,7 +116,10 @@ impl ReplayInputs {
             }
             Ok(set)
         };
-        let replay_traces = load_set(traces)?;
+        let replay_traces = match traces {
+            Some(dir) => load_set(dir)?,
+            None => vec![[None, None]; chain.task.len()],
+        };
         let profile_traces = match profile {
             Some(dir) => Some(load_set(dir)?),
             None => None,
@@ -212,7 +216,7 @@ impl ReplayInputs {
                     }
                     Policy::McuFirst
                         if allowed[DomainId::Mcu.index()]
-                            && task.effect.is_migration_eligible() =>
+                            && task.effect.may_migrate_automatically() =>
                     {
                         DomainId::Mcu
                     }
@@ -268,6 +272,21 @@ impl DecisionRecord {
             observed_p95_us: finite(decision.observed_p95_us),
             miss_rate: decision.miss_rate,
         }
+    }
+}
+
+impl DecisionRecord {
+    /// One aligned line for terminal output.
+    pub fn line(&self) -> String {
+        format!(
+            "window {:>5}: {:<8} {:<30} {} {} -> {}",
+            self.window,
+            self.action.as_str(),
+            self.reason.as_str(),
+            self.task,
+            self.from,
+            self.to
+        )
     }
 }
 

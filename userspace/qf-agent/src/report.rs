@@ -63,7 +63,7 @@ impl Table {
 }
 
 fn ms(us: f64) -> String {
-    format!("{:.2}", us / 1000.0)
+    format!("{:.3}", us / 1000.0)
 }
 
 /// SHA-256 of a file, hex.
@@ -268,7 +268,10 @@ fn decomposition_table(profile_root: &Path, inputs: &mut Vec<PathBuf>) -> Result
         let row = row.with_context(|| format!("{} line {}", path.display(), index + 2))?;
         let entry = groups.entry((row.task, row.domain)).or_default();
         entry.0.push(row.latency_us);
-        entry.1.push(row.compute_us);
+        // Endpoints that do not report compute (no trailer) leave it NaN: not a measurement.
+        if row.compute_us.is_finite() {
+            entry.1.push(row.compute_us);
+        }
     }
     let mut table = Table::new(
         "Idle per-call decomposition (Eq. 1): residual = median latency − median compute",
@@ -283,14 +286,15 @@ fn decomposition_table(profile_root: &Path, inputs: &mut Vec<PathBuf>) -> Result
     );
     for ((task, domain), (latency, compute)) in groups {
         let latency_p50 = percentile(&latency, 0.5).unwrap_or(f64::NAN);
-        let compute_p50 = percentile(&compute, 0.5).unwrap_or(f64::NAN);
+        let compute_p50 = percentile(&compute, 0.5);
+        let shown = |value: Option<f64>| value.map_or("n/a".to_string(), |v| format!("{v:.2}"));
         table.rows.push(vec![
             task,
             domain.to_string(),
             latency.len().to_string(),
             format!("{latency_p50:.2}"),
-            format!("{compute_p50:.2}"),
-            format!("{:.2}", latency_p50 - compute_p50),
+            shown(compute_p50),
+            shown(compute_p50.map(|c| latency_p50 - c)),
         ]);
     }
     Ok(Some(table))
@@ -425,21 +429,32 @@ fn plot_error(error: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("plotting: {error}")
 }
 
-fn plot_per_call(path: &Path, points: &[PerCallPoint]) -> Result<()> {
+/// One plotted series in one load panel: x is the workload index, y in ms.
+struct Series {
+    label: String,
+    color: plotters::style::RGBColor,
+    points: Vec<(f64, f64)>,
+    /// Joined by lines (chain policies) or drawn as dots (per-call domains).
+    line: bool,
+}
+
+/// One panel per load, workloads on x, a shared log-scale y axis.
+fn plot_by_load(path: &Path, caption: &str, y_desc: &str, panels: &[Vec<Series>]) -> Result<()> {
     use plotters::prelude::*;
+    let values = || {
+        panels
+            .iter()
+            .flatten()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+    };
+    let max = values().fold(1.0, f64::max) * 2.0;
+    let min = values().fold(max, f64::min).max(1e-3) / 2.0;
     let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_error)?;
-    let columns = root.split_evenly((1, LOADS.len()));
-    let max = points.iter().map(|p| p.3 / 1000.0).fold(1.0, f64::max) * 2.0;
-    let min = points
-        .iter()
-        .map(|p| p.3 / 1000.0)
-        .fold(max, f64::min)
-        .max(1e-3)
-        / 2.0;
-    for (load_index, area) in columns.iter().enumerate() {
+    let areas = root.split_evenly((1, panels.len()));
+    for ((load, area), panel) in LOADS.iter().zip(&areas).zip(panels) {
         let mut chart = ChartBuilder::on(area)
-            .caption(LOADS[load_index], ("sans-serif", 16))
+            .caption(format!("{caption}, {load}"), ("sans-serif", 16))
             .margin(8)
             .x_label_area_size(30)
             .y_label_area_size(45)
@@ -456,24 +471,25 @@ fn plot_per_call(path: &Path, points: &[PerCallPoint]) -> Result<()> {
                     .get(x.round() as usize)
                     .map_or(String::new(), |w| w.to_string())
             })
-            .y_desc("p95 per call (ms)")
+            .y_desc(y_desc)
             .draw()
             .map_err(plot_error)?;
-        for (domain, color) in [(DomainId::Linux, BLUE), (DomainId::Mcu, RED)] {
-            let series: Vec<(f64, f64)> = points
-                .iter()
-                .filter(|p| p.0 == load_index && p.2 == domain)
-                .map(|p| (p.1 as f64, p.3 / 1000.0))
-                .collect();
-            chart
-                .draw_series(
+        for series in panel {
+            let color = series.color;
+            let drawn = if series.line {
+                chart.draw_series(LineSeries::new(series.points.clone(), color))
+            } else {
+                chart.draw_series(
                     series
+                        .points
                         .iter()
                         .map(|&(x, y)| Circle::new((x, y), 4, color.filled())),
                 )
+            };
+            drawn
                 .map_err(plot_error)?
-                .label(domain.as_str())
-                .legend(move |(x, y)| Circle::new((x, y), 4, color.filled()));
+                .label(series.label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
         }
         chart
             .configure_series_labels()
@@ -485,8 +501,30 @@ fn plot_per_call(path: &Path, points: &[PerCallPoint]) -> Result<()> {
     Ok(())
 }
 
+fn plot_per_call(path: &Path, points: &[PerCallPoint]) -> Result<()> {
+    use plotters::style::{BLUE, RED};
+    let panels: Vec<Vec<Series>> = (0..LOADS.len())
+        .map(|load| {
+            [(DomainId::Linux, BLUE), (DomainId::Mcu, RED)]
+                .into_iter()
+                .map(|(domain, color)| Series {
+                    label: domain.as_str().into(),
+                    color,
+                    points: points
+                        .iter()
+                        .filter(|p| p.0 == load && p.2 == domain)
+                        .map(|p| (p.1 as f64, p.3 / 1000.0))
+                        .collect(),
+                    line: false,
+                })
+                .collect()
+        })
+        .collect();
+    plot_by_load(path, "per call", "p95 per call (ms)", &panels)
+}
+
 fn plot_chain(path: &Path, cells: &[CellResult]) -> Result<()> {
-    use plotters::prelude::*;
+    use plotters::style::{BLACK, BLUE, CYAN, GREEN, RED};
     let labels = [
         "ordinary-linux",
         "tuned-linux",
@@ -495,69 +533,34 @@ fn plot_chain(path: &Path, cells: &[CellResult]) -> Result<()> {
         "oracle",
     ];
     let colors = [BLUE, CYAN, RED, GREEN, BLACK];
-    let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_error)?;
-    let grid: Vec<&CellResult> = cells.iter().filter(|c| c.experiment == "grid").collect();
-    let max = grid
+    let panels: Vec<Vec<Series>> = LOADS
         .iter()
-        .map(|c| c.result.p95_us / 1000.0)
-        .fold(1.0, f64::max)
-        * 2.0;
-    let min = grid
-        .iter()
-        .map(|c| c.result.p95_us / 1000.0)
-        .fold(max, f64::min)
-        .max(1e-3)
-        / 2.0;
-    let columns = root.split_evenly((1, LOADS.len()));
-    for (load_index, area) in columns.iter().enumerate() {
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("chain, {}", LOADS[load_index]), ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(45)
-            .build_cartesian_2d(
-                -0.5f64..(WORKLOADS.len() as f64 - 0.5),
-                (min..max).log_scale(),
-            )
-            .map_err(plot_error)?;
-        chart
-            .configure_mesh()
-            .x_labels(WORKLOADS.len())
-            .x_label_formatter(&|x| {
-                WORKLOADS
-                    .get(x.round() as usize)
-                    .map_or(String::new(), |w| w.to_string())
-            })
-            .y_desc("chain p95 (ms)")
-            .draw()
-            .map_err(plot_error)?;
-        for (label, color) in labels.iter().zip(colors) {
-            let series: Vec<(f64, f64)> = WORKLOADS
+        .map(|load| {
+            labels
                 .iter()
-                .enumerate()
-                .filter_map(|(w, workload)| {
-                    grid.iter()
-                        .find(|c| {
-                            c.load == LOADS[load_index]
-                                && c.workload == *workload
-                                && c.label == *label
+                .zip(colors)
+                .map(|(label, color)| Series {
+                    label: label.to_string(),
+                    color,
+                    points: WORKLOADS
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(w, workload)| {
+                            cells
+                                .iter()
+                                .find(|c| {
+                                    c.experiment == "grid"
+                                        && c.load == *load
+                                        && c.workload == *workload
+                                        && c.label == *label
+                                })
+                                .map(|c| (w as f64, c.result.p95_us / 1000.0))
                         })
-                        .map(|c| (w as f64, c.result.p95_us / 1000.0))
+                        .collect(),
+                    line: true,
                 })
-                .collect();
-            chart
-                .draw_series(LineSeries::new(series, color))
-                .map_err(plot_error)?
-                .label(*label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
-        }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_error)?;
-    }
-    root.present().map_err(plot_error)?;
-    Ok(())
+                .collect()
+        })
+        .collect();
+    plot_by_load(path, "chain", "chain p95 (ms)", &panels)
 }

@@ -150,7 +150,11 @@ mod tests {
                 })
             })
             .collect();
-        for epoch in 1..=50u32 {
+        // At least 50 switches, and keep switching until the workers have done real work
+        // across them (however loaded the machine is).
+        let mut epoch = 0u32;
+        while epoch < 50 || completed.load(Ordering::Relaxed) < 200 {
+            epoch += 1;
             let domain = if epoch % 2 == 0 {
                 DomainId::Linux
             } else {
@@ -162,11 +166,7 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         workers.into_iter().for_each(|w| w.join().unwrap());
         assert_eq!(crossed.load(Ordering::Relaxed), 0);
-        assert!(
-            completed.load(Ordering::Relaxed) > 50,
-            "the workers made progress"
-        );
-        assert_eq!(router.epoch(), 50);
+        assert_eq!(router.epoch(), epoch);
         assert_eq!(router.in_flight(), 0);
     }
 }

@@ -4,12 +4,12 @@
 use qf_agent::admission::Reason;
 use qf_agent::contract::ContractConfig;
 use qf_agent::controller::{Action, Controller, Decision, Phase};
-use qf_agent::model::{DomainEvidence, DomainId, Effect, TaskModel};
+use qf_agent::model::{DomainEvidence, DomainId, EffectClass, TaskModel};
 
 fn task(name: &str, linux_q95: f64, mcu_q95: f64) -> TaskModel {
     TaskModel {
         name: name.into(),
-        effect: Effect::Pure,
+        effect: EffectClass::Pure,
         allowed: [true, true],
         rate_hz: 1.0,
         evidence: [

@@ -29,6 +29,10 @@ fn evaluate_then_report_on_synthetic_traces() {
         observations: 500,
         decisions: 200,
         contract: contract(),
+        workloads: qf_agent::synthetic::WORKLOADS
+            .iter()
+            .map(|w| w.to_string())
+            .collect(),
         quiet: true,
     };
     evaluate.run().unwrap();

@@ -41,7 +41,7 @@ fn pure_chain() -> Chain {
 }
 
 fn run(dir: &Path, chain: Chain, hysteresis: usize) -> ReplayResult {
-    let inputs = ReplayInputs::load(chain, dir, None, None).unwrap();
+    let inputs = ReplayInputs::load(chain, Some(dir), None, None).unwrap();
     let config = ContractConfig {
         hysteresis,
         ..ContractConfig::default()
@@ -272,7 +272,7 @@ fn rejection_destination_admission_failure() {
     // The task has no MCU implementation; its MCU profile alone does not make it admissible.
     let inputs = ReplayInputs::load(
         chain("pure", "[\"linux\"]", 10.0),
-        dir.path(),
+        Some(dir.path()),
         Some(dir.path()),
         None,
     )
@@ -350,7 +350,7 @@ fn baselines_place_as_table_iii_says() {
         isolated_linux_stalls,
     );
     write_trace(dir.path(), "fir", DomainId::Mcu, ROWS, clean_mcu);
-    let inputs = ReplayInputs::load(pure_chain(), dir.path(), None, None).unwrap();
+    let inputs = ReplayInputs::load(pure_chain(), Some(dir.path()), None, None).unwrap();
     let config = ContractConfig::default();
     let by = |policy| replay(&inputs, policy, config, 500).unwrap();
     assert_eq!(
@@ -374,7 +374,7 @@ fn replay_reports_a_trace_that_runs_out_by_name() {
     let dir = tempfile::tempdir().unwrap();
     write_trace(dir.path(), "fir", DomainId::Linux, 300, |_| (100.0, true));
     write_trace(dir.path(), "fir", DomainId::Mcu, 300, clean_mcu);
-    let inputs = ReplayInputs::load(pure_chain(), dir.path(), None, None).unwrap();
+    let inputs = ReplayInputs::load(pure_chain(), Some(dir.path()), None, None).unwrap();
     let err = replay(&inputs, Policy::Manual, ContractConfig::default(), 500).unwrap_err();
     assert!(
         format!("{err:#}").contains("fir.linux.csv has 300 samples"),
@@ -414,4 +414,27 @@ fn json_has_the_documented_shape() {
     assert_eq!(decision["task"], "fir");
     assert_eq!(decision["from"], "linux");
     assert_eq!(decision["to"], "mcu");
+}
+
+/// Eq. 4 when the chain gives no deadline: D = 1.25 · max(idle p99 over domains), rounded up to
+/// a whole millisecond; without idle traces the error names the missing field and the option.
+#[test]
+fn deadline_rule_from_idle_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    write_trace(dir.path(), "fir", DomainId::Linux, ROWS, |_| (100.0, true));
+    write_trace(dir.path(), "fir", DomainId::Mcu, ROWS, |i| {
+        (if i % 50 == 0 { 18_000.0 } else { 900.0 }, true)
+    });
+    let chain = || {
+        Chain::parse("[[task]]\nname = \"fir\"\neffect = \"pure\"\ndomains = [\"linux\", \"mcu\"]\nstart = \"linux\"\n").unwrap()
+    };
+    // MCU p99 (2% of its samples at 18 ms) is 18 ms; 1.25 × 18 ms = 22.5 ms → 23 ms.
+    let inputs = ReplayInputs::load(chain(), Some(dir.path()), None, Some(dir.path())).unwrap();
+    assert_eq!(inputs.graph_deadline_us(), 23_000.0);
+    let err = ReplayInputs::load(chain(), Some(dir.path()), None, None).unwrap_err();
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("deadline_us") && message.contains("--idle-traces"),
+        "{message}"
+    );
 }

@@ -22,12 +22,33 @@ enum Command {
     /// Simulate a task set under periodic EDF + per-thread CBS (qf-sched) and write the
     /// schedule, event trace, Gantt chart and summary.
     Sim(qf_sim::cli::SimArgs),
+    /// Run one invocation of a declared task in a domain and print result and timings.
+    Run(qf_agent::cli::run::RunArgs),
+    /// Profile tasks per domain × load × caller: raw observations and traces.
+    Profile(qf_agent::cli::profile::ProfileArgs),
+    /// Ordered trace replay of a chain under a placement policy (guarded recovery included).
+    Replay(qf_agent::cli::replay::ReplayArgs),
+    /// Run the evaluation grid and the hysteresis ablation, writing raw results.
+    Evaluate(qf_agent::cli::evaluate::EvaluateArgs),
+    /// Regenerate every table and plot of a campaign directory from its raw records.
+    Report(qf_agent::cli::report::ReportArgs),
+    /// Ask a running qfabricd for placements, window miss rates, controller state and decisions.
+    Status(qf_agent::cli::status::StatusArgs),
+    /// Wire ABI v1 tools: decode/encode frames, check declarations, generate Rust and C.
+    Abi(qf_decl::cli::AbiArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Sim(args) => qf_sim::cli::run(args),
+        Command::Run(args) => args.run(),
+        Command::Profile(args) => args.run(),
+        Command::Replay(args) => args.run(),
+        Command::Evaluate(args) => args.run(),
+        Command::Report(args) => args.run(),
+        Command::Status(args) => args.run(),
+        Command::Abi(args) => qf_decl::cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

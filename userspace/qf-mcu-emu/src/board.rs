@@ -30,6 +30,9 @@ pub const CHANNEL_NAME: &str = "qfabric";
 pub enum Command {
     /// Stop the heartbeat, publish `crashed`, stop serving.
     Crash,
+    /// Wedge: stop the heartbeat and stop serving, but leave `mcu_state` running and the
+    /// generation unchanged (only a heartbeat watchdog can notice).
+    Hang,
     /// New generation, re-publish, wait for Linux to re-attach.
     Restart,
 }
@@ -44,6 +47,8 @@ pub enum BoardError {
         what: &'static str,
         source: nix::Error,
     },
+    #[error("board: spawning the heartbeat thread: {0}")]
+    Spawn(#[source] std::io::Error),
 }
 
 /// Hands commands to a running board from other threads.
@@ -109,6 +114,8 @@ pub struct Board {
     control: Arc<BoardControl>,
     session: Option<Session>,
     stats: Arc<Mutex<BoardStats>>,
+    /// False while hung: the heartbeat thread skips its increments.
+    heart_alive: Arc<AtomicBool>,
 }
 
 impl Board {
@@ -127,6 +134,7 @@ impl Board {
             control: Arc::new(BoardControl::new()?),
             session: None,
             stats: Arc::new(Mutex::new(BoardStats::default())),
+            heart_alive: Arc::new(AtomicBool::new(true)),
         })
     }
 
@@ -148,13 +156,11 @@ impl Board {
         let beating = Arc::new(AtomicBool::new(true));
         let heartbeat = {
             let (shm, beating) = (Arc::clone(&self.shm), Arc::clone(&beating));
+            let alive = Arc::clone(&self.heart_alive);
             std::thread::Builder::new()
                 .name("heartbeat".into())
-                .spawn(move || heartbeat_loop(&shm, &beating))
-                .map_err(|e| BoardError::Sys {
-                    what: "spawning the heartbeat",
-                    source: nix::Error::from_raw(e.raw_os_error().unwrap_or(0)),
-                })?
+                .spawn(move || heartbeat_loop(&shm, &beating, &alive))
+                .map_err(BoardError::Spawn)?
         };
         let result = self.serve(stop);
         beating.store(false, Ordering::SeqCst);
@@ -239,8 +245,15 @@ impl Board {
                 log::info!("mcu: crashed (heartbeat stopped, not serving)");
                 self.guest.notify(VECTOR_STATE);
             }
+            Command::Hang => {
+                self.heart_alive.store(false, Ordering::SeqCst);
+                self.mcu.crash();
+                self.session = None;
+                log::info!("mcu: hung (heartbeat stopped, not serving, state left running)");
+            }
             Command::Restart => {
                 self.mcu.restart();
+                self.heart_alive.store(true, Ordering::SeqCst);
                 self.publish()?;
             }
         }
@@ -382,11 +395,12 @@ fn flush(session: &mut Session, interrupt: &mut bool) -> Result<(), DeviceError>
     Ok(())
 }
 
-fn heartbeat_loop(shm: &SharedMemory, beating: &AtomicBool) {
+fn heartbeat_loop(shm: &SharedMemory, beating: &AtomicBool, alive: &AtomicBool) {
     let period = Duration::from_micros(u64::from(HEARTBEAT_PERIOD_US));
     while beating.load(Ordering::SeqCst) {
         std::thread::sleep(period);
-        if shm.load_u32(control::MCU_STATE).ok() == Some(McuState::Running as u32) {
+        let running = shm.load_u32(control::MCU_STATE).ok() == Some(McuState::Running as u32);
+        if running && alive.load(Ordering::SeqCst) {
             let _ = shm.bump_u32(control::HEARTBEAT);
         }
     }

@@ -1,10 +1,10 @@
 //! The control socket: fault knobs and lifecycle commands at run time, one text line per
 //! command, one line back (`ok ...` or `error: ...`). Commands:
-//! `latency-us N`, `drop-every N` (0 = off), `silent on|off`, `crash`, `restart`, `status`.
+//! `latency-us N`, `drop-every N` (0 = off), `silent on|off`, `crash`, `hang`, `restart`,
+//! `status`.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +22,7 @@ pub enum Request {
     DropEvery(u64),
     Silent(bool),
     Crash,
+    Hang,
     Restart,
     Status,
 }
@@ -48,6 +49,7 @@ pub fn parse(line: &str) -> Result<Request, String> {
             }
         },
         Some("crash") => Request::Crash,
+        Some("hang") => Request::Hang,
         Some("restart") => Request::Restart,
         Some("status") => Request::Status,
         Some(other) => return Err(unknown(other)),
@@ -68,7 +70,7 @@ pub fn parse(line: &str) -> Result<Request, String> {
 }
 
 fn unknown(word: &str) -> String {
-    let known = "latency-us, drop-every, silent, crash, restart, status";
+    let known = "latency-us, drop-every, silent, crash, hang, restart, status";
     format!("unknown command '{word}' ({known})")
 }
 
@@ -92,21 +94,7 @@ impl ControlServer {
         board: Option<Arc<BoardControl>>,
         status: StatusFn,
     ) -> io::Result<ControlServer> {
-        if let Ok(meta) = std::fs::symlink_metadata(path) {
-            if !meta.file_type().is_socket() {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "{} exists and is not a socket; refusing to replace it",
-                        path.display()
-                    ),
-                ));
-            }
-            std::fs::remove_file(path)?;
-        }
-        let listener = UnixListener::bind(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()))
-        })?;
+        let listener = crate::listen::bind(path, "control socket")?;
         Ok(ControlServer {
             listener,
             path: path.to_path_buf(),
@@ -129,6 +117,10 @@ impl ControlServer {
             Request::Silent(on) => faults.set_silent(on),
             Request::Crash => match &self.board {
                 Some(board) => board.send(Command::Crash),
+                None => self.mcu.crash(),
+            },
+            Request::Hang => match &self.board {
+                Some(board) => board.send(Command::Hang),
                 None => self.mcu.crash(),
             },
             Request::Restart => match &self.board {
@@ -203,6 +195,7 @@ mod tests {
         assert_eq!(parse("drop-every 0"), Ok(Request::DropEvery(0)));
         assert_eq!(parse("silent on"), Ok(Request::Silent(true)));
         assert_eq!(parse(" crash "), Ok(Request::Crash));
+        assert_eq!(parse("hang"), Ok(Request::Hang));
         assert_eq!(parse("restart"), Ok(Request::Restart));
         assert_eq!(parse("status"), Ok(Request::Status));
         assert_eq!(

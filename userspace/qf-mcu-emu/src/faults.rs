@@ -41,9 +41,10 @@ impl Faults {
         self.latency_us.store(us, Ordering::Relaxed);
     }
 
-    /// Drop every `n`th reply (0 = never).
+    /// Drop every `n`th reply from now on (0 = never); the count starts again at this call.
     pub fn set_drop_every(&self, n: u64) {
         self.drop_every.store(n, Ordering::Relaxed);
+        self.replies.store(0, Ordering::Relaxed);
     }
 
     /// Stop (true) or resume (false) answering.

@@ -13,6 +13,7 @@ pub mod control;
 pub mod faults;
 pub mod ivshmem;
 pub mod layout;
+pub mod listen;
 pub mod mcu;
 pub mod rpmsg;
 pub mod rsc_table;

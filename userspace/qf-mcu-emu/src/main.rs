@@ -2,6 +2,7 @@
 //! device, Unix-socket endpoint for the agent), or sends a command to a running one (`ctl`).
 //! Logs go to stderr; SIGTERM/SIGINT end it cleanly.
 
+use std::io::Write;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -31,7 +32,8 @@ struct Cli {
     /// Serve QEMU's ivshmem-doorbell (vectors=2) on this Unix socket, as peer 0.
     #[arg(long, value_name = "PATH")]
     ivshmem_socket: Option<PathBuf>,
-    /// Serve QFabric frames (u16 big-endian length prefix) on this Unix socket.
+    /// Serve QFabric frames on this Unix socket (qf-agent's framing: u16 BE length; replies carry
+    /// the u64 BE compute-time trailer).
     #[arg(long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
     /// Accept fault and lifecycle commands on this Unix socket (see `qf-mcu-emu ctl`).
@@ -59,7 +61,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Ctl {
     /// Send one command to a running emulator's control socket and print the reply:
-    /// latency-us N | drop-every N | silent on|off | crash | restart | status.
+    /// latency-us N | drop-every N | silent on|off | crash | hang | restart | status.
     Ctl {
         #[arg(long, value_name = "PATH")]
         control_socket: PathBuf,
@@ -93,11 +95,9 @@ impl log::Log for StderrLogger {
     }
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
-            eprintln!(
-                "qf-mcu-emu: {}: {}",
-                record.level().as_str().to_lowercase(),
-                record.args()
-            );
+            // A closed stderr (the harness went away) must not take the emulator down.
+            let level = record.level().as_str().to_lowercase();
+            let _ = writeln!(std::io::stderr(), "qf-mcu-emu: {level}: {}", record.args());
         }
     }
     fn flush(&self) {}
@@ -113,7 +113,7 @@ fn main() {
     let logger: &'static StderrLogger = Box::leak(Box::new(StderrLogger(level)));
     let _ = log::set_logger(logger).map(|()| log::set_max_level(level));
     if let Err(e) = run(cli) {
-        eprintln!("qf-mcu-emu: error: {e:#}");
+        let _ = writeln!(std::io::stderr(), "qf-mcu-emu: error: {e:#}");
         std::process::exit(1);
     }
 }
@@ -192,6 +192,9 @@ fn run(cli: Cli) -> Result<()> {
 
     let stop_fd = stop.as_fd();
     std::thread::scope(|scope| -> Result<()> {
+        // However this closure ends (signal, worker error, panic), the workers are told to stop,
+        // so the scope's implicit joins cannot hang.
+        let _stop_guard = StopOnDrop(&stop);
         let mut workers = Vec::new();
         if let Some(server) = &ivshmem {
             workers.push(scope.spawn(move || server.run(stop_fd).context("ivshmem server")));
@@ -232,6 +235,15 @@ fn run(cli: Cli) -> Result<()> {
         }
         result
     })
+}
+
+/// Writes the stop eventfd when dropped.
+struct StopOnDrop<'a>(&'a EventFd);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.write(1);
+    }
 }
 
 fn status_fn(

@@ -1,10 +1,10 @@
-//! The MCU endpoint on a Unix stream socket, for the host agent (no QEMU): each frame is
-//! preceded by its length as a u16 big-endian; one reply frame per request unless a fault knob
-//! withholds it. Answers come from the same [`Mcu`] as over rpmsg.
+//! The MCU endpoint on a Unix stream socket, for the host agent (no QEMU), in the agent's own
+//! framing (`qf_agent::wire`: u16 big-endian length, one frame; replies carry the 8-byte
+//! compute trailer). One reply per request unless a fault knob withholds it. Answers come from
+//! the same [`Mcu`] as over rpmsg.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,42 +12,9 @@ use std::thread::JoinHandle;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use qf_abi::MAX_FRAME_LEN;
+use qf_agent::wire::{read_message, write_message, MAX_MESSAGE_LEN};
 
 use crate::mcu::Mcu;
-
-/// Bytes of the length prefix.
-pub const PREFIX_LEN: usize = 2;
-
-/// Writes one length-prefixed frame.
-pub fn write_frame(stream: &mut impl Write, frame: &[u8]) -> io::Result<()> {
-    let len = u16::try_from(frame.len()).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "frame of {} bytes exceeds the u16 length prefix",
-                frame.len()
-            ),
-        )
-    })?;
-    let mut message = Vec::with_capacity(PREFIX_LEN + frame.len());
-    message.extend_from_slice(&len.to_be_bytes());
-    message.extend_from_slice(frame);
-    stream.write_all(&message)
-}
-
-/// Reads one length-prefixed frame into `buf`; `Ok(None)` on a clean end of stream.
-pub fn read_frame(stream: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<Option<usize>> {
-    let mut prefix = [0u8; PREFIX_LEN];
-    match stream.read_exact(&mut prefix) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let len = usize::from(u16::from_be_bytes(prefix));
-    buf.resize(len, 0);
-    stream.read_exact(buf)?;
-    Ok(Some(len))
-}
 
 /// The listening endpoint.
 pub struct UnixEndpoint {
@@ -58,21 +25,7 @@ pub struct UnixEndpoint {
 impl UnixEndpoint {
     /// Binds `path` (replacing a stale socket file, never any other file).
     pub fn bind(path: &Path) -> io::Result<UnixEndpoint> {
-        if let Ok(meta) = std::fs::symlink_metadata(path) {
-            if !meta.file_type().is_socket() {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "{} exists and is not a socket; refusing to replace it",
-                        path.display()
-                    ),
-                ));
-            }
-            std::fs::remove_file(path)?;
-        }
-        let listener = UnixListener::bind(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("unix socket {}: {e}", path.display()))
-        })?;
+        let listener = crate::listen::bind(path, "unix socket")?;
         Ok(UnixEndpoint {
             listener,
             path: path.to_path_buf(),
@@ -134,20 +87,28 @@ impl Drop for UnixEndpoint {
     }
 }
 
-fn serve_client(mut stream: UnixStream, mcu: &Mcu) {
-    let mut request = Vec::with_capacity(MAX_FRAME_LEN);
+fn serve_client(stream: UnixStream, mcu: &Mcu) {
+    serve_requests(&stream, mcu);
+    // The accept loop keeps a clone of this stream: shut it down so the client sees the end.
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+fn serve_requests(mut stream: &UnixStream, mcu: &Mcu) {
+    let mut request = [0u8; MAX_MESSAGE_LEN];
     let mut reply = [0u8; MAX_FRAME_LEN];
     loop {
-        match read_frame(&mut stream, &mut request) {
-            Ok(Some(_)) => {}
+        let len = match read_message(&mut stream, &mut request) {
+            Ok(Some(len)) => len,
             Ok(None) => return,
             Err(e) => {
-                log::debug!("unix endpoint: client gone: {e}");
+                // e.g. a length prefix above the agent's limit: the stream cannot be resynchronised.
+                log::warn!("unix endpoint: closing a client: {e}");
                 return;
             }
-        }
-        if let Some(answer) = mcu.handle(&request, &mut reply) {
-            if let Err(e) = write_frame(&mut stream, &reply[..answer.len]) {
+        };
+        if let Some(answer) = mcu.handle(&request[..len], &mut reply) {
+            let frame = &reply[..answer.len];
+            if let Err(e) = write_message(&mut stream, frame, Some(answer.compute_ns)) {
                 log::debug!("unix endpoint: client gone: {e}");
                 return;
             }

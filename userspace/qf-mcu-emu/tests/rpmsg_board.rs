@@ -17,7 +17,8 @@ const T: Duration = Duration::from_secs(5);
 /// The address Linux's rpmsg_char endpoint gets (dynamic addresses start at 1024).
 const LINUX_EPT: u32 = 1024;
 
-fn attached(tag: &str, faults: Faults) -> (Rig, LinuxSide) {
+/// Attached, the announcement still unread.
+fn just_attached(tag: &str, faults: Faults) -> (Rig, LinuxSide) {
     let rig = Rig::start(tag, faults);
     let mut linux = LinuxSide::connect(rig.socket());
     linux.attach();
@@ -50,7 +51,7 @@ fn the_control_block_and_table_are_published_and_the_heartbeat_runs() {
 
 #[test]
 fn after_driver_ok_the_mcu_announces_qfabric_at_53_and_serves_the_attach() {
-    let (rig, mut linux) = attached("ns", Faults::default());
+    let (rig, mut linux) = just_attached("ns", Faults::default());
     expect_announcement(&mut linux);
     assert_eq!(linux.control(control::SERVED_ATTACH_COUNT), 1);
     assert_eq!(rig.board_stats().sessions, 1);
@@ -65,7 +66,7 @@ fn after_driver_ok_the_mcu_announces_qfabric_at_53_and_serves_the_attach() {
 
 #[test]
 fn frames_over_rpmsg_are_answered_exactly_as_qf_tasks_answers_them() {
-    let (_rig, mut linux) = attached("frames", Faults::default());
+    let (_rig, mut linux) = just_attached("frames", Faults::default());
     expect_announcement(&mut linux);
     let mut reference = Reference::new();
     for id in 1..=200u64 {
@@ -81,7 +82,7 @@ fn frames_over_rpmsg_are_answered_exactly_as_qf_tasks_answers_them() {
 
 #[test]
 fn a_replayed_invocation_is_answered_duplicate_by_the_per_task_window() {
-    let (_rig, mut linux) = attached("replay", Faults::default());
+    let (_rig, mut linux) = just_attached("replay", Faults::default());
     expect_announcement(&mut linux);
     let frame = common::frames::add_request(9, 0, 1, 2);
     linux.send(LINUX_EPT, CHANNEL_ADDR, &frame);
@@ -100,7 +101,7 @@ fn a_replayed_invocation_is_answered_duplicate_by_the_per_task_window() {
 
 #[test]
 fn two_thousand_frames_recycle_every_tx_and_rx_buffer_many_times() {
-    let (_rig, mut linux) = attached("recycle", Faults::default());
+    let (_rig, mut linux) = just_attached("recycle", Faults::default());
     expect_announcement(&mut linux);
     let mut reference = Reference::new();
     // Bursts of 32 in flight, well past the 256 fresh tx and 256 rx buffers.
@@ -124,7 +125,7 @@ fn two_thousand_frames_recycle_every_tx_and_rx_buffer_many_times() {
 
 #[test]
 fn malformed_frames_still_get_an_answer_with_the_rejection_status() {
-    let (_rig, mut linux) = attached("malformed", Faults::default());
+    let (_rig, mut linux) = just_attached("malformed", Faults::default());
     expect_announcement(&mut linux);
     let mut reference = Reference::new();
     for junk in [
@@ -145,7 +146,7 @@ fn malformed_frames_still_get_an_answer_with_the_rejection_status() {
 
 #[test]
 fn messages_to_addresses_other_than_the_channel_are_consumed_unanswered() {
-    let (rig, mut linux) = attached("foreign", Faults::default());
+    let (rig, mut linux) = just_attached("foreign", Faults::default());
     expect_announcement(&mut linux);
     linux.send(LINUX_EPT, 0x999, &request(1));
     wait_until("the message is counted", || {
@@ -177,7 +178,7 @@ fn a_kick_whose_tag_is_not_the_current_attach_is_ignored_as_stale() {
 
 #[test]
 fn a_reattach_starts_a_new_session_with_fresh_rings_and_a_new_announcement() {
-    let (rig, mut linux) = attached("reattach", Faults::default());
+    let (rig, mut linux) = just_attached("reattach", Faults::default());
     expect_announcement(&mut linux);
     linux.send(LINUX_EPT, CHANNEL_ADDR, &request(1));
     assert!(linux.recv(T).is_some());

@@ -24,6 +24,9 @@ fn saturate(value: u128) -> u64 {
 impl Clock {
     /// The tick count (as the scheduler sees it) at real time `ns`: the last tick at or before.
     pub fn ticks_at(&self, ns: u64) -> u64 {
+        if let Some(per_tick) = self.whole_ns_per_tick() {
+            return (ns / per_tick).saturating_add(self.origin_ticks);
+        }
         saturate(ns as u128 * self.tick_hz as u128 / NS_PER_S).saturating_add(self.origin_ticks)
     }
 
@@ -35,8 +38,20 @@ impl Clock {
 
     /// Real time of scheduler tick `ticks` (the first nanosecond at or after it).
     pub fn ns_of_tick(&self, ticks: u64) -> u64 {
-        let ticks = ticks.saturating_sub(self.origin_ticks) as u128;
+        let ticks = ticks.saturating_sub(self.origin_ticks);
+        if let Some(per_tick) = self.whole_ns_per_tick() {
+            return ticks.saturating_mul(per_tick);
+        }
+        let ticks = ticks as u128;
         saturate((ticks * NS_PER_S).div_ceil(self.tick_hz as u128))
+    }
+
+    /// The tick length when it is a whole number of nanoseconds (the common case: 64-bit
+    /// arithmetic then suffices).
+    #[inline]
+    fn whole_ns_per_tick(&self) -> Option<u64> {
+        let ns_per_s = NS_PER_S as u64;
+        (ns_per_s % self.tick_hz == 0).then(|| ns_per_s / self.tick_hz)
     }
 
     /// A duration in whole ticks, rounded up (as Zephyr's `K_MSEC` and friends do).

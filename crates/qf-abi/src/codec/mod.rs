@@ -23,14 +23,19 @@
 
 pub mod array;
 mod de;
+mod fault;
 mod ser;
 mod size;
 
 pub use array::{deserialize as deserialize_array, serialize as serialize_array};
 pub use de::WireDeserializer;
+pub use fault::Fault;
 pub use ser::WireSerializer;
 pub use size::WireSize;
 
+use core::marker::PhantomData;
+
+use serde::de::DeserializeSeed;
 use serde::{Deserialize, Serialize};
 
 use crate::{AbiError, Problem, Status, MAX_PAYLOAD_LEN};
@@ -45,9 +50,9 @@ pub fn encode_payload<T: Serialize + ?Sized>(value: &T, out: &mut [u8]) -> Resul
     let capacity = out.len().min(MAX_PAYLOAD_LEN);
     let (window, _) = out.split_at_mut(capacity);
     let mut serializer = WireSerializer::new(postcard::ser_flavors::Slice::new(window));
-    value
-        .serialize(&mut serializer)
-        .map_err(|error| match error.problem {
+    if value.serialize(&mut serializer).is_err() {
+        let error = serializer.error();
+        return Err(match error.problem {
             Problem::OutputFull { .. } if capacity == MAX_PAYLOAD_LEN => AbiError {
                 status: Status::Oversized,
                 problem: Problem::TooLong {
@@ -61,14 +66,17 @@ pub fn encode_payload<T: Serialize + ?Sized>(value: &T, out: &mut [u8]) -> Resul
                 ..error
             },
             _ => error,
-        })?;
+        });
+    }
     Ok(serializer.written())
 }
 
 /// Number of bytes `value` encodes to (no size limit applied), or the error encoding would give.
 pub fn encoded_len<T: Serialize + ?Sized>(value: &T) -> Result<usize, AbiError> {
     let mut serializer = WireSerializer::new(postcard::ser_flavors::Size::default());
-    value.serialize(&mut serializer)?;
+    value
+        .serialize(&mut serializer)
+        .map_err(|_| serializer.error())?;
     Ok(serializer.written())
 }
 
@@ -78,6 +86,15 @@ pub fn encoded_len<T: Serialize + ?Sized>(value: &T) -> Result<usize, AbiError> 
 /// for truncation, trailing bytes, bool bytes other than 00/01, non-finite floats and shapes
 /// without a fixed-size encoding. Offsets in the error are relative to `bytes`.
 pub fn decode_payload<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, AbiError> {
+    decode_payload_seed(PhantomData::<T>, bytes)
+}
+
+/// [`decode_payload`] driven by a serde `DeserializeSeed`, for callers whose payload type is
+/// only known at run time (the `qf abi` CLI walks a parsed declaration file with one).
+pub fn decode_payload_seed<'de, S: DeserializeSeed<'de>>(
+    seed: S,
+    bytes: &'de [u8],
+) -> Result<S::Value, AbiError> {
     if bytes.len() > MAX_PAYLOAD_LEN {
         return Err(AbiError::new(
             Status::Oversized,
@@ -90,9 +107,9 @@ pub fn decode_payload<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, A
         ));
     }
     let mut deserializer = WireDeserializer::new(bytes);
-    let value = match T::deserialize(&mut deserializer) {
+    let value = match seed.deserialize(&mut deserializer) {
         Ok(value) => value,
-        Err(error) => return Err(deserializer.locate(error)),
+        Err(Fault) => return Err(deserializer.error()),
     };
     deserializer.finish()?;
     Ok(value)

@@ -3,6 +3,7 @@
 use postcard::ser_flavors::Flavor;
 use serde::ser::{self, Serialize};
 
+use super::Fault;
 use crate::{AbiError, Problem, Status};
 
 /// Serializes one value in the ABI v1 payload encoding into the flavor `F`
@@ -11,6 +12,8 @@ pub struct WireSerializer<F: Flavor> {
     output: F,
     written: usize,
     field: &'static str,
+    /// The first failure, in full; serde only carries the one-byte [`Fault`].
+    fault: Option<AbiError>,
 }
 
 impl<F: Flavor> WireSerializer<F> {
@@ -20,6 +23,7 @@ impl<F: Flavor> WireSerializer<F> {
             output,
             written: 0,
             field: "payload",
+            fault: None,
         }
     }
 
@@ -33,182 +37,232 @@ impl<F: Flavor> WireSerializer<F> {
         self.output
     }
 
-    fn put(&mut self, bytes: &[u8]) -> Result<(), AbiError> {
-        self.output.try_extend(bytes).map_err(|_| {
-            AbiError::new(
-                Status::ExecutionError,
-                self.written,
-                self.field,
-                Problem::OutputFull {
-                    capacity: self.written,
-                },
-            )
-        })?;
+    /// Why serialization failed: the recorded failure, or (for a value that refused itself
+    /// through serde's `custom`) MALFORMED at the current position.
+    pub fn error(&self) -> AbiError {
+        self.fault.unwrap_or(AbiError::new(
+            Status::Malformed,
+            self.written,
+            self.field,
+            Problem::InvalidValue,
+        ))
+    }
+
+    // Cold and out of line: keeps the per-value fast path small enough to inline everywhere.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, error: AbiError) -> Fault {
+        self.fault = Some(error);
+        Fault
+    }
+
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Fault> {
+        if self.output.try_extend(bytes).is_err() {
+            return Err(self.output_full());
+        }
         self.written += bytes.len();
         Ok(())
     }
 
-    fn unsupported(&self, shape: &'static str) -> AbiError {
-        AbiError::new(
+    #[cold]
+    #[inline(never)]
+    fn output_full(&mut self) -> Fault {
+        let problem = Problem::OutputFull {
+            capacity: self.written,
+        };
+        self.fail(AbiError::new(
+            Status::ExecutionError,
+            self.written,
+            self.field,
+            problem,
+        ))
+    }
+
+    fn unsupported(&mut self, shape: &'static str) -> Fault {
+        self.fail(AbiError::new(
             Status::Malformed,
             self.written,
             self.field,
             Problem::UnsupportedShape { shape },
-        )
+        ))
     }
 
-    fn non_finite(&self) -> AbiError {
-        AbiError::new(
+    fn non_finite(&mut self) -> Fault {
+        self.fail(AbiError::new(
             Status::Malformed,
             self.written,
             self.field,
             Problem::NonFiniteFloat,
-        )
-    }
-}
-
-impl ser::Error for AbiError {
-    fn custom<T: core::fmt::Display>(_message: T) -> Self {
-        // No allocation: the message cannot be kept, the kind of failure is.
-        AbiError::new(Status::Malformed, 0, "payload", Problem::InvalidValue)
+        ))
     }
 }
 
 impl<F: Flavor> ser::Serializer for &mut WireSerializer<F> {
     type Ok = ();
-    type Error = AbiError;
-    type SerializeSeq = ser::Impossible<(), AbiError>;
+    type Error = Fault;
+    type SerializeSeq = ser::Impossible<(), Fault>;
     type SerializeTuple = Self;
     type SerializeTupleStruct = Self;
-    type SerializeTupleVariant = ser::Impossible<(), AbiError>;
-    type SerializeMap = ser::Impossible<(), AbiError>;
+    type SerializeTupleVariant = ser::Impossible<(), Fault>;
+    type SerializeMap = ser::Impossible<(), Fault>;
     type SerializeStruct = Self;
-    type SerializeStructVariant = ser::Impossible<(), AbiError>;
+    type SerializeStructVariant = ser::Impossible<(), Fault>;
 
-    fn serialize_bool(self, v: bool) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_bool(self, v: bool) -> Result<(), Fault> {
         self.put(&[u8::from(v)])
     }
-    fn serialize_i8(self, v: i8) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_i8(self, v: i8) -> Result<(), Fault> {
         self.put(&v.to_be_bytes())
     }
-    fn serialize_i16(self, v: i16) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_i16(self, v: i16) -> Result<(), Fault> {
         self.put(&v.to_be_bytes())
     }
-    fn serialize_i32(self, v: i32) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_i32(self, v: i32) -> Result<(), Fault> {
         self.put(&v.to_be_bytes())
     }
-    fn serialize_i64(self, v: i64) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_i64(self, v: i64) -> Result<(), Fault> {
         self.put(&v.to_be_bytes())
     }
-    fn serialize_u8(self, v: u8) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_u8(self, v: u8) -> Result<(), Fault> {
         self.put(&[v])
     }
-    fn serialize_u16(self, v: u16) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_u16(self, v: u16) -> Result<(), Fault> {
         self.put(&v.to_be_bytes())
     }
-    fn serialize_u32(self, v: u32) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_u32(self, v: u32) -> Result<(), Fault> {
         self.put(&v.to_be_bytes())
     }
-    fn serialize_u64(self, v: u64) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_u64(self, v: u64) -> Result<(), Fault> {
         self.put(&v.to_be_bytes())
     }
-    fn serialize_i128(self, _v: i128) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_i128(self, _v: i128) -> Result<(), Fault> {
         Err(self.unsupported("i128"))
     }
-    fn serialize_u128(self, _v: u128) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_u128(self, _v: u128) -> Result<(), Fault> {
         Err(self.unsupported("u128"))
     }
-    fn serialize_f32(self, v: f32) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_f32(self, v: f32) -> Result<(), Fault> {
         if !v.is_finite() {
             return Err(self.non_finite());
         }
         self.put(&v.to_be_bytes())
     }
-    fn serialize_f64(self, v: f64) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_f64(self, v: f64) -> Result<(), Fault> {
         if !v.is_finite() {
             return Err(self.non_finite());
         }
         self.put(&v.to_be_bytes())
     }
-    fn serialize_char(self, _v: char) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_char(self, _v: char) -> Result<(), Fault> {
         Err(self.unsupported("char"))
     }
-    fn serialize_str(self, _v: &str) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_str(self, _v: &str) -> Result<(), Fault> {
         Err(self.unsupported("a string"))
     }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_bytes(self, _v: &[u8]) -> Result<(), Fault> {
         Err(self.unsupported("a byte string"))
     }
-    fn serialize_none(self) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_none(self) -> Result<(), Fault> {
         Err(self.unsupported("an option"))
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Fault> {
         Err(self.unsupported("an option"))
     }
-    fn serialize_unit(self) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_unit(self) -> Result<(), Fault> {
         Ok(())
     }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), AbiError> {
+    #[inline]
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Fault> {
         Ok(())
     }
+    #[inline]
     fn serialize_unit_variant(
         self,
         _name: &'static str,
         _index: u32,
         _variant: &'static str,
-    ) -> Result<(), AbiError> {
+    ) -> Result<(), Fault> {
         Err(self.unsupported("an enum"))
     }
+    #[inline]
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
         _name: &'static str,
         value: &T,
-    ) -> Result<(), AbiError> {
+    ) -> Result<(), Fault> {
         value.serialize(self)
     }
+    #[inline]
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
         self,
         _name: &'static str,
         _index: u32,
         _variant: &'static str,
         _value: &T,
-    ) -> Result<(), AbiError> {
+    ) -> Result<(), Fault> {
         Err(self.unsupported("an enum"))
     }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, AbiError> {
+    #[inline]
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Fault> {
         Err(self.unsupported("a dynamic sequence"))
     }
-    fn serialize_tuple(self, _len: usize) -> Result<Self, AbiError> {
+    #[inline]
+    fn serialize_tuple(self, _len: usize) -> Result<Self, Fault> {
         Ok(self)
     }
-    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self, AbiError> {
+    #[inline]
+    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self, Fault> {
         Ok(self)
     }
+    #[inline]
     fn serialize_tuple_variant(
         self,
         _name: &'static str,
         _index: u32,
         _variant: &'static str,
         _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, AbiError> {
+    ) -> Result<Self::SerializeTupleVariant, Fault> {
         Err(self.unsupported("an enum"))
     }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, AbiError> {
+    #[inline]
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Fault> {
         Err(self.unsupported("a map"))
     }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self, AbiError> {
+    #[inline]
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self, Fault> {
         Ok(self)
     }
+    #[inline]
     fn serialize_struct_variant(
         self,
         _name: &'static str,
         _index: u32,
         _variant: &'static str,
         _len: usize,
-    ) -> Result<Self::SerializeStructVariant, AbiError> {
+    ) -> Result<Self::SerializeStructVariant, Fault> {
         Err(self.unsupported("an enum"))
     }
-    fn collect_str<T: core::fmt::Display + ?Sized>(self, _value: &T) -> Result<(), AbiError> {
+    fn collect_str<T: core::fmt::Display + ?Sized>(self, _value: &T) -> Result<(), Fault> {
         Err(self.unsupported("a string"))
     }
     fn is_human_readable(&self) -> bool {
@@ -218,38 +272,44 @@ impl<F: Flavor> ser::Serializer for &mut WireSerializer<F> {
 
 impl<F: Flavor> ser::SerializeTuple for &mut WireSerializer<F> {
     type Ok = ();
-    type Error = AbiError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), AbiError> {
+    type Error = Fault;
+    #[inline]
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Fault> {
         value.serialize(&mut **self)
     }
-    fn end(self) -> Result<(), AbiError> {
+    #[inline]
+    fn end(self) -> Result<(), Fault> {
         Ok(())
     }
 }
 
 impl<F: Flavor> ser::SerializeTupleStruct for &mut WireSerializer<F> {
     type Ok = ();
-    type Error = AbiError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), AbiError> {
+    type Error = Fault;
+    #[inline]
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Fault> {
         value.serialize(&mut **self)
     }
-    fn end(self) -> Result<(), AbiError> {
+    #[inline]
+    fn end(self) -> Result<(), Fault> {
         Ok(())
     }
 }
 
 impl<F: Flavor> ser::SerializeStruct for &mut WireSerializer<F> {
     type Ok = ();
-    type Error = AbiError;
+    type Error = Fault;
+    #[inline]
     fn serialize_field<T: Serialize + ?Sized>(
         &mut self,
         key: &'static str,
         value: &T,
-    ) -> Result<(), AbiError> {
+    ) -> Result<(), Fault> {
         self.field = key;
         value.serialize(&mut **self)
     }
-    fn end(self) -> Result<(), AbiError> {
+    #[inline]
+    fn end(self) -> Result<(), Fault> {
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 use super::ContractArgs;
 use crate::decision_cost::Rig;
 use crate::evaluate::{write_synthetic_traces, Evaluation};
+use crate::synthetic::WORKLOADS;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
@@ -31,6 +32,13 @@ pub struct EvaluateArgs {
     pub decisions: usize,
     #[command(flatten)]
     pub contract: ContractArgs,
+    /// Workloads to evaluate, comma-separated (each needs its traces for every load and caller).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "add,crc32,fir_x1,fir_x64,fir_x512"
+    )]
+    pub workloads: Vec<String>,
     /// Hide the progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -39,6 +47,16 @@ pub struct EvaluateArgs {
 impl EvaluateArgs {
     pub fn run(&self) -> Result<()> {
         let config = self.contract.config()?;
+        if let Some(unknown) = self
+            .workloads
+            .iter()
+            .find(|w| !WORKLOADS.contains(&w.as_str()))
+        {
+            bail!(
+                "--workloads: unknown workload `{unknown}` (expected some of {})",
+                WORKLOADS.join(",")
+            );
+        }
         let traces = match (&self.traces, self.synthetic) {
             (Some(dir), None) => dir.clone(),
             (None, Some(seed)) => {
@@ -56,6 +74,7 @@ impl EvaluateArgs {
             config,
             synthetic: self.synthetic.is_some(),
             progress: !self.quiet,
+            workloads: self.workloads.clone(),
         };
         let cells = evaluation.run()?;
         let cost_path = self.out.join("evaluate").join("decision_cost.csv");

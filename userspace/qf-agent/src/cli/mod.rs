@@ -2,8 +2,11 @@
 //! binary only dispatches.
 
 pub mod evaluate;
+pub mod profile;
 pub mod replay;
 pub mod report;
+pub mod run;
+pub mod status;
 
 use crate::contract::ContractConfig;
 

@@ -29,6 +29,9 @@ pub struct ReplayArgs {
     pub idle_traces: Option<PathBuf>,
     #[command(flatten)]
     pub contract: ContractArgs,
+    /// Append every decision to this hash-chained journal (verified first).
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -37,6 +40,19 @@ pub struct ReplayArgs {
 impl ReplayArgs {
     pub fn run(&self) -> Result<()> {
         let result = self.execute()?;
+        if let Some(path) = &self.journal {
+            let mut journal = crate::journal::Journal::open(path, &crate::journal::new_run_id())?;
+            for decision in &result.decisions {
+                journal.append(&serde_json::json!({
+                    "event": "decision",
+                    "source": "replay",
+                    "policy": result.policy,
+                    "chain": self.chain,
+                    "traces": self.traces,
+                    "decision": decision,
+                }))?;
+            }
+        }
         if self.json {
             println!("{}", serde_json::to_string_pretty(&result)?);
         } else {
@@ -50,7 +66,7 @@ impl ReplayArgs {
         let chain = Chain::load(&self.chain)?;
         let inputs = ReplayInputs::load(
             chain,
-            &self.traces,
+            Some(&self.traces),
             self.profile.as_deref(),
             self.idle_traces.as_deref(),
         )?;
@@ -73,15 +89,7 @@ pub fn summary(result: &ReplayResult) -> String {
         if result.open_at_end { ", probation open at end" } else { "" },
     );
     for decision in &result.decisions {
-        text.push_str(&format!(
-            "  window {:>4}: {:<8} {:<30} {} {} -> {}\n",
-            decision.window,
-            decision.action.as_str(),
-            decision.reason.as_str(),
-            decision.task,
-            decision.from,
-            decision.to
-        ));
+        text.push_str(&format!("  {}\n", decision.line()));
     }
     text
 }

@@ -29,8 +29,8 @@ pub enum IvshmemError {
         path: String,
         source: std::io::Error,
     },
-    #[error("ivshmem socket {path} exists and is not a socket; refusing to replace it")]
-    NotASocket { path: String },
+    #[error("{0}")]
+    Listen(#[source] std::io::Error),
     #[error("ivshmem {what}: {source}")]
     Sys {
         what: &'static str,

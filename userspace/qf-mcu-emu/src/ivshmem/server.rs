@@ -4,7 +4,6 @@
 use std::fs::File;
 use std::io::IoSlice;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -93,19 +92,7 @@ impl IvshmemServer {
     /// Binds `path` (replacing a stale socket file, never any other file).
     pub fn bind(path: &Path, shm: &File) -> Result<IvshmemServer, IvshmemError> {
         let shown = path.display().to_string();
-        if let Ok(meta) = std::fs::symlink_metadata(path) {
-            if !meta.file_type().is_socket() {
-                return Err(IvshmemError::NotASocket { path: shown });
-            }
-            std::fs::remove_file(path).map_err(|source| IvshmemError::Socket {
-                path: shown.clone(),
-                source,
-            })?;
-        }
-        let listener = UnixListener::bind(path).map_err(|source| IvshmemError::Socket {
-            path: shown.clone(),
-            source,
-        })?;
+        let listener = crate::listen::bind(path, "ivshmem socket").map_err(IvshmemError::Listen)?;
         let shm = shm.try_clone().map_err(|source| IvshmemError::Socket {
             path: shown,
             source,

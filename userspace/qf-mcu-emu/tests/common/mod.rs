@@ -154,3 +154,15 @@ pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
+
+/// A board with Linux attached and the name-service announcement consumed.
+pub fn attached(tag: &str, faults: Faults) -> (Rig, linux::LinuxSide) {
+    let rig = Rig::start(tag, faults);
+    let mut linux = linux::LinuxSide::connect(rig.socket());
+    linux.attach();
+    let ns = linux
+        .recv(std::time::Duration::from_secs(5))
+        .expect("name-service announcement");
+    assert_eq!(ns.dst, qf_mcu_emu::rpmsg::NS_ADDR);
+    (rig, linux)
+}

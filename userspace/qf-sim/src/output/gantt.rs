@@ -41,7 +41,7 @@ fn escape(text: &str) -> String {
 /// Renders the chart; `title` goes on top (e.g. the task-set file name).
 pub fn svg(set: &TaskSet, clock: &Clock, outcome: &Outcome, title: &str) -> String {
     let horizon_units = clock.ns_to_units_f64(set.horizon_ns);
-    let px_per_unit = (1400.0 / horizon_units).clamp(0.5, 40.0);
+    let px_per_unit = (1400.0 / horizon_units).min(40.0);
     let scale = Scale {
         px_per_unit,
         clock: *clock,

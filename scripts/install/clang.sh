@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# clang: compiles the generated C header for bare Cortex-M (it cross-compiles with its own
+# freestanding headers, no arm-none-eabi libc needed).
+set -euo pipefail
+if ! command -v clang >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null
+fi
+clang --version | head -n 1

@@ -1,0 +1,13 @@
+//! `qf-executor`: the persistent Linux executor process the agent spawns and feeds over a pipe
+//! (stdin: requests, stdout: replies with compute trailers; see `qf_agent::wire`).
+#![forbid(unsafe_code)]
+
+fn main() {
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    let (mut input, mut output) = (stdin.lock(), stdout.lock());
+    if let Err(error) = qf_agent::executor::serve_stream(&mut input, &mut output) {
+        eprintln!("qf-executor: {error}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,85 @@
+//! `qf profile`: per task × domain × load × caller, raw observations and traces.
+
+use crate::domain::executor_path;
+use crate::load::Load;
+use crate::model::DomainId;
+use crate::profile::{print_summaries, ProfileSpec};
+use crate::rt::CallerPolicy;
+use crate::workload::task_by_name;
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// Profile tasks in domains under load conditions and caller policies.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProfileArgs {
+    /// Campaign directory (writes profile/ and traces/ under it).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Tasks, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "add,crc32,fir_x1,fir_x64,fir_x512"
+    )]
+    pub tasks: Vec<String>,
+    /// Domains, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "linux")]
+    pub domains: Vec<DomainId>,
+    /// Loads, comma-separated: idle, `cpu[:N]` (N SCHED_OTHER spinners, default 8), `rt[:M]`
+    /// (M SCHED_FIFO 80 workers at 50% duty in 10 ms slices, default 4).
+    #[arg(long, value_delimiter = ',', default_value = "idle", value_parser = Load::parse)]
+    pub loads: Vec<Load>,
+    /// Caller policies, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ordinary")]
+    pub callers: Vec<CallerPolicy>,
+    /// Warm-up invocations per cell, excluded.
+    #[arg(long, default_value_t = 100)]
+    pub warmup: usize,
+    /// Kept samples per cell.
+    #[arg(long, default_value_t = 2000)]
+    pub samples: usize,
+    /// Samples an estimate needs to count as valid evidence.
+    #[arg(long, default_value_t = 200)]
+    pub min_samples: usize,
+    /// MCU endpoint socket (for the mcu domain).
+    #[arg(long)]
+    pub mcu_socket: Option<PathBuf>,
+    /// Linux executor binary (default: qf-executor next to this program, or $QF_EXECUTOR).
+    #[arg(long)]
+    pub executor: Option<PathBuf>,
+    /// Seed of the request inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Hide the progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl ProfileArgs {
+    pub fn spec(&self) -> Result<ProfileSpec> {
+        Ok(ProfileSpec {
+            tasks: self
+                .tasks
+                .iter()
+                .map(|t| task_by_name(t))
+                .collect::<Result<_>>()?,
+            domains: self.domains.clone(),
+            loads: self.loads.clone(),
+            callers: self.callers.clone(),
+            warmup: self.warmup,
+            samples: self.samples,
+            min_samples: self.min_samples,
+            executor: executor_path(self.executor.as_deref())?,
+            mcu_socket: self.mcu_socket.clone(),
+            out: self.out.clone(),
+            seed: self.seed,
+            progress: !self.quiet,
+        })
+    }
+
+    pub fn run(&self) -> Result<()> {
+        let summaries = self.spec()?.run()?;
+        print_summaries(&mut std::io::stdout().lock(), &summaries)?;
+        Ok(())
+    }
+}

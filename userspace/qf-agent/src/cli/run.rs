@@ -1,0 +1,70 @@
+//! `qf run TASK --domain linux|mcu JSON`: one invocation, printed with its result and timings.
+
+use crate::domain::{executor_path, open_domain};
+use crate::model::DomainId;
+use crate::rt::CallerPolicy;
+use crate::workload::{
+    decode_response, encode_request, reference, request_from_json, response_json, task_by_name,
+};
+use anyhow::Result;
+use qf_abi::MAX_FRAME_LEN;
+use std::path::PathBuf;
+
+/// Run one invocation of a declared task in a domain.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Declared task name (add, abi_probe, crc32, fir_x1, fir_x64, fir_x512).
+    pub task: String,
+    /// Request as JSON, the request type's fields (e.g. '{"a": 2, "b": 3}').
+    pub request: String,
+    /// Execution domain.
+    #[arg(long, value_enum, default_value_t = DomainId::Linux)]
+    pub domain: DomainId,
+    /// Caller (and Linux executor) scheduling policy.
+    #[arg(long, value_enum, default_value_t = CallerPolicy::Ordinary)]
+    pub caller: CallerPolicy,
+    /// MCU endpoint socket (for --domain mcu).
+    #[arg(long)]
+    pub mcu_socket: Option<PathBuf>,
+    /// Linux executor binary (default: qf-executor next to this program, or $QF_EXECUTOR).
+    #[arg(long)]
+    pub executor: Option<PathBuf>,
+}
+
+impl RunArgs {
+    pub fn run(&self) -> Result<()> {
+        println!("{}", serde_json::to_string_pretty(&self.execute()?)?);
+        Ok(())
+    }
+
+    /// Runs the invocation; returns the printed JSON object.
+    pub fn execute(&self) -> Result<serde_json::Value> {
+        let task = task_by_name(&self.task)?;
+        let request = request_from_json(task, &self.request)?;
+        crate::rt::set_scheduling(0, self.caller.scheduling())?;
+        let mut endpoint = open_domain(
+            self.domain,
+            &executor_path(self.executor.as_deref())?,
+            self.mcu_socket.as_deref(),
+            self.caller.scheduling(),
+        )?;
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        let len = encode_request(task, &request, 1, 0, &mut frame)?;
+        let invocation = endpoint.invoke(&frame[..len])?;
+        let (header, response) = decode_response(task, invocation.frame())?;
+        let expected = reference(task, &request)?;
+        let latency_us = invocation.latency.as_secs_f64() * 1e6;
+        let compute_us = invocation.compute.map(|c| c.as_secs_f64() * 1e6);
+        Ok(serde_json::json!({
+            "task": task.name(),
+            "domain": self.domain,
+            "caller": self.caller,
+            "status": header.status.name(),
+            "result": response.as_ref().map(response_json),
+            "matches_reference": response == Some(expected),
+            "latency_us": latency_us,
+            "compute_us": compute_us,
+            "residual_us": compute_us.map(|c| latency_us - c),
+        }))
+    }
+}

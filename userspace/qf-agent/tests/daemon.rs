@@ -1,0 +1,131 @@
+//! `qfabricd` live: a real executor child and an MCU endpoint socket, a forced probation failure
+//! (the paper's injected rollback scenario), `qf status` over the socket, SIGTERM drain, and the
+//! journal verified afterwards.
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use qf_agent::controller::Action;
+use qf_agent::daemon::query_status;
+use qf_agent::model::DomainId;
+use qf_agent::traces::{Sample, Trace};
+use std::os::unix::net::UnixListener;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_live_chain_switches_rolls_back_reports_status_and_drains_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // The MCU endpoint: the same frame service on a Unix socket.
+    let mcu_path = root.join("mcu.sock");
+    let listener = UnixListener::bind(&mcu_path).unwrap();
+    std::thread::spawn(move || {
+        if let Ok((stream, _)) = listener.accept() {
+            let (mut input, mut output) = (&stream, &stream);
+            let _ = qf_agent::executor::serve_stream(&mut input, &mut output);
+        }
+    });
+    // FIR×512 takes ~1-3 ms here, so a 300 µs deadline is violated in every window. The MCU
+    // profile (injected) promises 10 µs, so the move is admitted; the MCU endpoint is no faster,
+    // so probation fails and the move is rolled back.
+    std::fs::create_dir(root.join("profile")).unwrap();
+    let rows = |latency_us| {
+        vec![
+            Sample {
+                latency_us,
+                ok: true
+            };
+            300
+        ]
+    };
+    Trace::write(&root.join("profile/stage.linux.csv"), &rows(2_000.0)).unwrap();
+    Trace::write(&root.join("profile/stage.mcu.csv"), &rows(10.0)).unwrap();
+    std::fs::write(
+        root.join("chain.toml"),
+        "[[task]]\nname = \"stage\"\neffect = \"pure\"\ndomains = [\"linux\", \"mcu\"]\nstart = \"linux\"\ndeadline_us = 300\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("qfabricd.toml"),
+        format!(
+            "chain = \"chain.toml\"\nprofile = \"profile\"\nsocket = \"run/qfabricd.sock\"\njournal = \"state/decisions.jsonl\"\n\
+             period_ms = 1\nexecutor = \"{}\"\nmcu_socket = \"mcu.sock\"\n[workloads]\nstage = \"fir_x512\"\n\
+             [contract]\nwindow = 5\nhysteresis = 2\nprobation = 2\ncooldown_windows = 100\n",
+            env!("CARGO_BIN_EXE_qf-executor")
+        ),
+    )
+    .unwrap();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_qfabricd"))
+        .arg("--config")
+        .arg(root.join("qfabricd.toml"))
+        .spawn()
+        .unwrap();
+    let socket = root.join("run/qfabricd.sock");
+    let started = Instant::now();
+    let status = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no rollback reported in time"
+        );
+        if let Ok(status) = query_status(&socket) {
+            if status
+                .last_decisions
+                .iter()
+                .any(|d| d.action == Action::Rollback)
+            {
+                break status;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let actions: Vec<_> = status
+        .last_decisions
+        .iter()
+        .map(|d| (d.action, d.reason.as_str()))
+        .collect();
+    assert_eq!(actions[0], (Action::Switch, "admitted"));
+    assert_eq!(actions[1], (Action::Rollback, "observed_miss_rate_failure"));
+    assert_eq!(status.placement["stage"], DomainId::Linux, "rolled back");
+    assert!(
+        status.epoch >= 2,
+        "switch and rollback each opened an epoch"
+    );
+    assert!(status.mcu_available);
+    assert!(!status.recent_window_miss_rates.is_empty());
+
+    kill(Pid::from_raw(daemon.id() as i32), Signal::SIGTERM).unwrap();
+    let exit = loop {
+        if let Some(exit) = daemon.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "qfabricd did not exit on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit:?}");
+    assert!(!socket.exists(), "the status socket is removed on exit");
+    let journal = root.join("state/decisions.jsonl");
+    let verified = qf_agent::journal::verify(&journal).unwrap();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["entry"]["event"], "shutdown");
+    assert!(last["entry"]["error"].is_null());
+    assert!(verified.records >= 4, "start, switch, rollback, shutdown");
+    assert!(text.contains("\"action\":\"switch\"") && text.contains("\"action\":\"rollback\""));
+}
+
+#[test]
+fn the_shipped_example_configuration_parses() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("systemd/qfabricd.toml");
+    let config = qf_agent::daemon::DaemonConfig::load(&path).unwrap();
+    assert_eq!(
+        config.contract,
+        qf_agent::contract::ContractConfig::default()
+    );
+    assert_eq!(
+        config.socket,
+        std::path::Path::new("/run/qfabric/qfabricd.sock")
+    );
+}

@@ -1,0 +1,123 @@
+# Builds the qfabric Rust static library with cargo for the board's target and links it into the
+# qfabric kernel library. The target triple comes from zephyr-lang-rust's mapping when that module
+# is in the build (one mapping for both), else from the same rules below.
+#
+# Toolchain: QFABRIC_CARGO / QFABRIC_RUSTC (cache variables or environment) choose cargo and rustc;
+# when the target's prebuilt `core` is missing from rustc's sysroot the library is built with
+# `-Z build-std=core` (RUSTC_BOOTSTRAP=1), which needs the matching rust-src.
+
+function(qfabric_rust_target out)
+  if(NOT "${CONFIG_QFABRIC_RUST_TARGET}" STREQUAL "")
+    set(${out} "${CONFIG_QFABRIC_RUST_TARGET}" PARENT_SCOPE)
+    return()
+  endif()
+  if(COMMAND _rust_map_target)
+    _rust_map_target()
+    # zephyr-lang-rust maps every RV32 core to riscv32i; qfabric needs no atomics, so it is kept.
+    set(${out} "${RUST_TARGET}" PARENT_SCOPE)
+    return()
+  endif()
+  if(CONFIG_CPU_CORTEX_M33 OR CONFIG_CPU_CORTEX_M55)
+    if(CONFIG_FP_HARDABI)
+      set(t thumbv8m.main-none-eabihf)
+    else()
+      set(t thumbv8m.main-none-eabi)
+    endif()
+  elseif(CONFIG_CPU_CORTEX_M4 OR CONFIG_CPU_CORTEX_M7)
+    if(CONFIG_FP_HARDABI)
+      set(t thumbv7em-none-eabihf)
+    else()
+      set(t thumbv7em-none-eabi)
+    endif()
+  elseif(CONFIG_CPU_CORTEX_M3)
+    set(t thumbv7m-none-eabi)
+  elseif(CONFIG_CPU_CORTEX_M0 OR CONFIG_CPU_CORTEX_M0PLUS OR CONFIG_CPU_CORTEX_M1)
+    set(t thumbv6m-none-eabi)
+  elseif(CONFIG_RISCV AND CONFIG_RISCV_ISA_RV32I)
+    if(CONFIG_RISCV_ISA_EXT_A AND CONFIG_RISCV_ISA_EXT_C AND CONFIG_RISCV_ISA_EXT_M)
+      set(t riscv32imac-unknown-none-elf)
+    else()
+      set(t riscv32i-unknown-none-elf)
+    endif()
+  elseif(CONFIG_ARCH_POSIX AND CONFIG_64BIT AND CMAKE_HOST_SYSTEM_PROCESSOR MATCHES "x86_64")
+    set(t x86_64-unknown-none)
+  else()
+    message(FATAL_ERROR "qfabric: no Rust target for this board; set CONFIG_QFABRIC_RUST_TARGET")
+  endif()
+  set(${out} ${t} PARENT_SCOPE)
+endfunction()
+
+# The patched kernel declares the qfabric control-block pointer in struct _thread_base; without it
+# the build would fail deep inside the kernel, so say what to do instead.
+function(qfabric_require_patched_kernel)
+  file(STRINGS ${ZEPHYR_BASE}/include/zephyr/kernel/thread.h marker REGEX "qf_control")
+  if(NOT marker)
+    message(FATAL_ERROR
+      "qfabric: CONFIG_QFABRIC_HOOKS_KERNEL_PATCH needs the qfabric kernel patches in "
+      "${ZEPHYR_BASE}. Apply them with\n"
+      "  west patch -sm qfabric -b kernel-patches/zephyr -l kernel-patches/zephyr/patches.yml apply\n"
+      "or choose CONFIG_QFABRIC_HOOKS_TRACING_USER (no patch).")
+  endif()
+endfunction()
+
+function(qfabric_rust_staticlib)
+  cmake_parse_arguments(ARG "" "CRATE_DIR;LIBRARY" "" ${ARGN})
+  qfabric_rust_target(target)
+
+  if(DEFINED ENV{QFABRIC_CARGO})
+    set(QFABRIC_CARGO $ENV{QFABRIC_CARGO} CACHE FILEPATH "cargo for the qfabric staticlib")
+  endif()
+  if(DEFINED ENV{QFABRIC_RUSTC})
+    set(QFABRIC_RUSTC $ENV{QFABRIC_RUSTC} CACHE FILEPATH "rustc for the qfabric staticlib")
+  endif()
+  find_program(QFABRIC_CARGO cargo REQUIRED)
+  find_program(QFABRIC_RUSTC rustc REQUIRED)
+
+  execute_process(COMMAND ${QFABRIC_RUSTC} --print sysroot
+    OUTPUT_VARIABLE sysroot OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(build_std)
+  set(bootstrap)
+  if(NOT EXISTS "${sysroot}/lib/rustlib/${target}/lib")
+    set(build_std -Z build-std=core)
+    set(bootstrap RUSTC_BOOTSTRAP=1)
+  endif()
+
+  set(target_dir ${CMAKE_CURRENT_BINARY_DIR}/rust-target)
+  set(lib ${target_dir}/${target}/release/libqfabric_zephyr.a)
+  set(admission 0)
+  if(CONFIG_QFABRIC_ADMISSION)
+    set(admission 1)
+  endif()
+  set(thread_field 0)
+  if(CONFIG_QFABRIC_HOOKS_KERNEL_PATCH)
+    set(thread_field 1)
+  endif()
+  set(trace_events 0)
+  if(CONFIG_QFABRIC_TRACE)
+    set(trace_events ${CONFIG_QFABRIC_TRACE_EVENTS})
+  endif()
+
+  # Always ask cargo (it knows the Rust sources); the stamp is never created on purpose and the
+  # library is a byproduct so that a rebuilt archive relinks the image.
+  add_custom_command(
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/qfabric-cargo.always
+    BYPRODUCTS ${lib}
+    COMMAND ${CMAKE_COMMAND} -E env
+      RUSTC=${QFABRIC_RUSTC} ${bootstrap}
+      QFABRIC_MAX_THREADS=${CONFIG_QFABRIC_MAX_THREADS}
+      QFABRIC_TRACE_EVENTS=${trace_events}
+      QFABRIC_ADMISSION=${admission}
+      QFABRIC_THREAD_FIELD=${thread_field}
+      ${QFABRIC_CARGO} build --release --locked
+        --manifest-path ${ARG_CRATE_DIR}/Cargo.toml
+        --target ${target} --target-dir ${target_dir} ${build_std}
+    COMMENT "qfabric: cargo build for ${target}"
+    USES_TERMINAL
+  )
+  add_custom_target(qfabric_rust DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/qfabric-cargo.always)
+  add_dependencies(${ARG_LIBRARY} qfabric_rust)
+  # After the qfabric library on the link line, and kept as one unit with the kernel library
+  # (which calls into it) by the linker's group.
+  target_link_libraries(${ARG_LIBRARY} PUBLIC ${lib})
+  message(STATUS "qfabric: Rust target ${target}${build_std}")
+endfunction()

@@ -1,0 +1,30 @@
+/*
+ * The calls the patched kernel makes into qfabric (kernel-patches/zephyr). Kept here, not in the
+ * patch, so the patch stays a handful of guarded lines. The switch hooks test the thread's
+ * control-block pointer inline, so threads without one pay a load and a branch.
+ */
+#ifndef QFABRIC_KERNEL_HOOKS_H_
+#define QFABRIC_KERNEL_HOOKS_H_
+
+#include <zephyr/kernel.h>
+#include <qfabric/qfabric.h>
+
+/* k_thread_deadline_set() calls qf_thread_deadline_set() (qfabric.h). */
+void z_qf_switched_in(struct k_thread *thread);
+void z_qf_switched_out(struct k_thread *thread);
+
+static ALWAYS_INLINE void z_qf_thread_switched_in(struct k_thread *thread)
+{
+	if (thread != NULL && thread->base.qf_control != NULL) {
+		z_qf_switched_in(thread);
+	}
+}
+
+static ALWAYS_INLINE void z_qf_thread_switched_out(struct k_thread *thread)
+{
+	if (thread != NULL && thread->base.qf_control != NULL) {
+		z_qf_switched_out(thread);
+	}
+}
+
+#endif /* QFABRIC_KERNEL_HOOKS_H_ */

@@ -1,0 +1,219 @@
+//! The C entry points: the qf_* API (also behind the patched kernel's syscalls), the
+//! context-switch hooks, the timer expiry and thread exit. Each one takes the lock, runs one
+//! `qf-sched` operation, releases the lock and then carries out what had to wait (sleeping,
+//! throttling, rescheduling, deadline-miss callbacks).
+
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::Ordering;
+
+use qf_sched::{Callback, Error, ThreadId};
+
+use crate::kernel::{Context, Deferred, ZephyrKernel};
+use crate::port::{self, KThread, MissCallbackFn, Thread};
+use crate::state::{flag_deadline_miss, with_state, MissCallback, State, MISSED};
+
+use crate::port::{negative, Errno};
+
+/// A scheduler result as a C status (0 or a negative errno of this image's libc).
+fn status(result: Result<(), Error>) -> c_int {
+    match result {
+        Ok(()) => 0,
+        Err(e) => negative(errno_of(e)),
+    }
+}
+
+fn errno_of(error: Error) -> Errno {
+    match error {
+        Error::UnknownThread | Error::ZeroDeadline => Errno::Invalid,
+        Error::AlreadyAttached => Errno::Busy,
+        Error::PeriodOverrun { .. } => Errno::TimedOut,
+        Error::AdmissionRejected { .. } => Errno::NoSpace,
+    }
+}
+
+/// A duration argument in cycles, as ticks; negative durations are invalid.
+fn ticks(cycles: c_int) -> Result<u64, c_int> {
+    u32::try_from(cycles)
+        .map(port::cycles_to_ticks)
+        .map_err(|_| negative(Errno::Invalid))
+}
+
+/// The slot of `thread`, attaching a fresh control block if it has none.
+fn attach(state: &mut State, thread: Thread) -> Result<ThreadId, c_int> {
+    if thread.0.is_null() {
+        return Err(negative(Errno::Invalid));
+    }
+    if let Some(id) = state.threads.find(thread) {
+        return Ok(id);
+    }
+    let id = state
+        .threads
+        .claim(thread)
+        .ok_or_else(|| negative(Errno::NoMemory))?;
+    match state.sched.attach(id) {
+        Ok(()) => Ok(id),
+        Err(e) => {
+            state.threads.release(id);
+            Err(negative(errno_of(e)))
+        }
+    }
+}
+
+/// Runs a setter on `thread`'s control block (attached on first use).
+fn configure(thread: *mut KThread, set: impl FnOnce(&mut State, ThreadId) -> c_int) -> c_int {
+    with_state(|state| match attach(state, Thread(thread)) {
+        Ok(id) => set(state, id),
+        Err(errno) => errno,
+    })
+}
+
+/// `k_thread_deadline_set` / `qf_thread_deadline_set`: see include/qfabric/qfabric.h.
+#[no_mangle]
+pub extern "C" fn qf_thread_deadline_set(thread: *mut KThread, deadline: c_int) -> c_int {
+    let thread = Thread(thread);
+    let caller = port::current();
+    let entered = with_state(|state| {
+        let id = state.threads.find(thread)?;
+        if thread != caller {
+            // Periods and budgets are the thread's own business: only it starts its cycles.
+            return Some((negative(Errno::Invalid), Deferred::default()));
+        }
+        let rel = match ticks(deadline) {
+            Ok(rel) => rel,
+            Err(errno) => return Some((errno, Deferred::default())),
+        };
+        let mut kernel = ZephyrKernel::new(&state.threads, Context::Api, caller);
+        let result = state.sched.deadline_set(&mut kernel, id, rel);
+        Some((status(result), kernel.deferred))
+    });
+    match entered {
+        Some((errno, deferred)) => {
+            deferred.run(Context::Api);
+            errno
+        }
+        None => {
+            // No control block: upstream Zephyr's EDF, unchanged.
+            port::deadline_set_relative(thread, deadline);
+            0
+        }
+    }
+}
+
+/// `k_thread_period_set` / `qf_thread_period_set`.
+#[no_mangle]
+pub extern "C" fn qf_thread_period_set(thread: *mut KThread, period: c_int) -> c_int {
+    match ticks(period) {
+        Ok(period) => configure(thread, |state, id| {
+            status(state.sched.period_set(id, period))
+        }),
+        Err(errno) => errno,
+    }
+}
+
+/// `k_thread_cbs_budget_set` / `qf_thread_cbs_budget_set`.
+#[no_mangle]
+pub extern "C" fn qf_thread_cbs_budget_set(thread: *mut KThread, budget: c_int) -> c_int {
+    match ticks(budget) {
+        Ok(budget) => configure(thread, |state, id| {
+            status(state.sched.cbs_budget_set(id, budget))
+        }),
+        Err(errno) => errno,
+    }
+}
+
+/// `qf_thread_wcet_set`: WCET of a periodic thread, for admission control.
+#[no_mangle]
+pub extern "C" fn qf_thread_wcet_set(thread: *mut KThread, wcet: c_int) -> c_int {
+    match ticks(wcet) {
+        Ok(wcet) => configure(thread, |state, id| status(state.sched.wcet_set(id, wcet))),
+        Err(errno) => errno,
+    }
+}
+
+/// `k_thread_deadline_miss_callback_set` / `qf_thread_deadline_miss_callback_set`.
+#[no_mangle]
+pub extern "C" fn qf_thread_deadline_miss_callback_set(
+    thread: *mut KThread,
+    func: Option<MissCallbackFn>,
+    arg: *mut c_void,
+) -> c_int {
+    configure(thread, |state, id| {
+        state.miss_callbacks[id.index()] = func.map(|func| MissCallback { func, arg });
+        let trampoline = func.map(|_| Callback {
+            func: flag_deadline_miss,
+            arg: id.index(),
+        });
+        status(state.sched.deadline_miss_callback_set(id, trampoline))
+    })
+}
+
+/// The slot (CSV thread column) of `thread`, or -1.
+#[no_mangle]
+pub extern "C" fn qf_thread_slot(thread: *mut KThread) -> c_int {
+    with_state(|state| {
+        state
+            .threads
+            .find(Thread(thread))
+            .map_or(-1, |id| c_int::from(id.0))
+    })
+}
+
+/// Context switch: `thread` (the new `_current`) is switched in (SWT_TO).
+#[no_mangle]
+pub extern "C" fn z_qf_switched_in(thread: *mut KThread) {
+    with_state(|state| {
+        if let Some(id) = state.threads.find(Thread(thread)) {
+            let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
+            let _ = state.sched.switched_in(&mut kernel, id);
+        }
+    });
+}
+
+/// Context switch: `thread` (still `_current`) is switched away (SWT_AY).
+#[no_mangle]
+pub extern "C" fn z_qf_switched_out(thread: *mut KThread) {
+    with_state(|state| {
+        if let Some(id) = state.threads.find(Thread(thread)) {
+            let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
+            let _ = state.sched.switched_out(&mut kernel, id);
+        }
+    });
+}
+
+/// A slot's one-shot timer fired (timer interrupt): deadline-miss check, budget exhaustion.
+#[no_mangle]
+pub extern "C" fn qf_rs_timer_expired(slot: u16) {
+    let id = ThreadId(slot);
+    let (deferred, missed) = with_state(|state| {
+        let mut kernel = ZephyrKernel::new(&state.threads, Context::Timer, port::current());
+        let _ = state.sched.timer_expired(&mut kernel, id);
+        let flagged = MISSED
+            .get(id.index())
+            .is_some_and(|flag| flag.swap(false, Ordering::Relaxed));
+        let missed = flagged
+            .then(|| state.miss_callbacks.get(id.index()).copied().flatten())
+            .flatten()
+            .map(|callback| (callback, state.threads.thread(id)));
+        (kernel.deferred, missed)
+    });
+    if let Some((callback, thread)) = missed {
+        port::miss_callback(callback.func, thread, callback.arg);
+    }
+    deferred.run(Context::Timer);
+}
+
+/// `thread` is exiting (upstream thread_abort_hook): its control block returns to the pool.
+#[no_mangle]
+pub extern "C" fn qf_rs_thread_exit(thread: *mut KThread) {
+    with_state(|state| {
+        if let Some(id) = state.threads.find(Thread(thread)) {
+            let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
+            let _ = state.sched.detach(&mut kernel, id);
+            state.threads.release(id);
+            state.miss_callbacks[id.index()] = None;
+            if let Some(flag) = MISSED.get(id.index()) {
+                flag.store(false, Ordering::Relaxed);
+            }
+        }
+    });
+}

@@ -1,0 +1,195 @@
+/*
+ * The kernel services the Rust scheduler core (the .rs files beside this one) uses, as plain C functions over Zephyr's
+ * API: many of those are static inlines, macros or kernel-internal, so they are compiled here
+ * with the kernel's own flags rather than re-declared in Rust. Rust declares these in port.rs.
+ *
+ * Timers are bare kernel timeouts (struct _timeout), not k_timer: they are armed and cancelled
+ * from the context-switch hooks and from thread-abort handling, where only the timeout lock may
+ * be taken, never the scheduler lock.
+ */
+#include <zephyr/kernel.h>
+#include <zephyr/sys/printk.h>
+#include <timeout_q.h>
+
+#include <qfabric/qfabric.h>
+
+/* Implemented in Rust (src/api.rs). */
+void qf_rs_timer_expired(uint16_t slot);
+void qf_rs_thread_exit(struct k_thread *thread);
+
+/* errno values as this image's libc numbers them (glibc on native_sim differs from newlib). */
+const int qf_errno_einval = EINVAL;
+const int qf_errno_enomem = ENOMEM;
+const int qf_errno_ebusy = EBUSY;
+const int qf_errno_enospc = ENOSPC;
+const int qf_errno_etimedout = ETIMEDOUT;
+
+static struct k_spinlock qf_lock;
+
+/*
+ * One budget/deadline-miss timer per pool slot, disarmed lazily: the context-switch hooks re-aim
+ * it on every switch, and reprogramming a kernel timeout each time (z_abort_timeout +
+ * z_add_timeout + the timer driver) costs more than the hook's own work. So cancelling only
+ * forgets the target, and aiming later than a pending expiry keeps that expiry: when it comes
+ * early (or unwanted) the handler re-aims or drops it without calling the scheduler.
+ */
+struct qf_timer {
+	struct _timeout timeout;
+	uint64_t target;   /* when the scheduler wants its expiry */
+	uint64_t pending;  /* when the kernel timeout will fire, if armed */
+	bool wanted;
+	bool armed;
+};
+
+static struct qf_timer qf_timers[CONFIG_QFABRIC_MAX_THREADS];
+static struct _timeout qf_resume[CONFIG_QFABRIC_MAX_THREADS];
+static struct k_thread *qf_resume_thread[CONFIG_QFABRIC_MAX_THREADS];
+
+uint32_t qf_port_lock(void)
+{
+	return (uint32_t)k_spin_lock(&qf_lock).key;
+}
+
+void qf_port_unlock(uint32_t key)
+{
+	k_spinlock_key_t k = {.key = (int)key};
+
+	k_spin_unlock(&qf_lock, k);
+}
+
+uint64_t qf_port_now(void)
+{
+	return (uint64_t)sys_clock_tick_get();
+}
+
+uint64_t qf_port_cycles_to_ticks(uint32_t cycles)
+{
+	return k_cyc_to_ticks_ceil64(cycles);
+}
+
+struct k_thread *qf_port_current(void)
+{
+	/* Not k_current_get(): this also runs in interrupt context and during the first switch. */
+	return _current;
+}
+
+static void qf_timer_fired(struct _timeout *timeout);
+
+static void qf_timer_aim(struct qf_timer *t, uint64_t at)
+{
+	z_abort_timeout(&t->timeout);
+	z_add_timeout(&t->timeout, qf_timer_fired, K_TIMEOUT_ABS_TICKS(at));
+	t->pending = at;
+	t->armed = true;
+}
+
+static void qf_timer_fired(struct _timeout *timeout)
+{
+	struct qf_timer *t = CONTAINER_OF(timeout, struct qf_timer, timeout);
+
+	t->armed = false;
+	if (!t->wanted) {
+		return;
+	}
+	if ((uint64_t)sys_clock_tick_get() < t->target) {
+		qf_timer_aim(t, t->target);
+		return;
+	}
+	t->wanted = false;
+	qf_rs_timer_expired((uint16_t)(t - qf_timers));
+}
+
+void qf_port_timer_arm(uint16_t slot, uint64_t at)
+{
+	struct qf_timer *t = &qf_timers[slot];
+
+	t->target = at;
+	t->wanted = true;
+	if (t->armed && t->pending <= at) {
+		return; /* fires first; the handler re-aims */
+	}
+	qf_timer_aim(t, at);
+}
+
+void qf_port_timer_cancel(uint16_t slot)
+{
+	qf_timers[slot].wanted = false;
+	if (qf_resume_thread[slot] != NULL) {
+		z_abort_timeout(&qf_resume[slot]);
+	}
+}
+
+void qf_port_deadline_set(struct k_thread *thread, uint64_t at)
+{
+	/* prio_deadline keeps the 32-bit cycle view of the deadline, as upstream does. */
+	z_impl_k_thread_absolute_deadline_set(thread, (int)k_ticks_to_cyc_floor32(at));
+}
+
+void qf_port_deadline_set_relative(struct k_thread *thread, int deadline)
+{
+	/* Plain Zephyr EDF, for threads without a control block. */
+	deadline = CLAMP(deadline, 0, INT_MAX);
+	z_impl_k_thread_absolute_deadline_set(thread, (int)(k_cycle_get_32() + deadline));
+}
+
+void qf_port_sleep_until(uint64_t at)
+{
+	(void)k_sleep(K_TIMEOUT_ABS_TICKS(at));
+}
+
+static void qf_resume_fired(struct _timeout *t)
+{
+	k_thread_resume(qf_resume_thread[t - qf_resume]);
+}
+
+void qf_port_throttle(uint16_t slot, struct k_thread *thread, uint64_t until)
+{
+	qf_resume_thread[slot] = thread;
+	z_abort_timeout(&qf_resume[slot]);
+	z_add_timeout(&qf_resume[slot], qf_resume_fired, K_TIMEOUT_ABS_TICKS(until));
+	k_thread_suspend(thread);
+}
+
+void qf_port_reschedule(void)
+{
+	k_reschedule();
+}
+
+void qf_port_miss_callback(qf_deadline_miss_cb_t cb, struct k_thread *thread, void *arg)
+{
+	cb(thread, arg);
+}
+
+void qf_port_print(const char *text, size_t len)
+{
+	printk("%.*s", (int)len, text);
+}
+
+FUNC_NORETURN void qf_port_panic(const char *text, size_t len)
+{
+	printk("qfabric: Rust panic: %.*s\n", (int)len, text);
+	k_panic();
+	CODE_UNREACHABLE;
+}
+
+#ifdef CONFIG_QFABRIC_HOOKS_KERNEL_PATCH
+uintptr_t qf_port_thread_control_get(const struct k_thread *thread)
+{
+	return (uintptr_t)thread->base.qf_control;
+}
+
+void qf_port_thread_control_set(struct k_thread *thread, uintptr_t control)
+{
+	thread->base.qf_control = (void *)control;
+}
+#endif /* CONFIG_QFABRIC_HOOKS_KERNEL_PATCH */
+
+#ifdef CONFIG_QFABRIC_EDF
+/* Upstream hook (CONFIG_THREAD_ABORT_HOOK), called from halt_thread() for a dying thread: its
+ * control block and timers go back to the pool.
+ */
+void thread_abort_hook(struct k_thread *thread)
+{
+	qf_rs_thread_exit(thread);
+}
+#endif /* CONFIG_QFABRIC_EDF */

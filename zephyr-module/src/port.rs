@@ -1,0 +1,217 @@
+//! The C port (`src/port.c`): the only foreign functions this library calls, each wrapped in a
+//! safe function. The port functions take no pointers the Rust side could get wrong except
+//! thread handles, which are only ever values the kernel handed to us (see [`Thread`]).
+
+use core::ffi::{c_char, c_int, c_void};
+use core::fmt::Write;
+
+/// Opaque `struct k_thread`: only its address is used, as a handle passed back to C.
+#[repr(C)]
+pub struct KThread {
+    _opaque: [u8; 0],
+}
+
+/// A Zephyr thread handle (`k_tid_t`) as received from the kernel or a kernel API caller.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Thread(pub *mut KThread);
+
+/// `qf_deadline_miss_cb_t`: a C deadline-miss callback.
+pub type MissCallbackFn = unsafe extern "C" fn(thread: *mut KThread, arg: *mut c_void);
+
+extern "C" {
+    static qf_errno_einval: c_int;
+    static qf_errno_enomem: c_int;
+    static qf_errno_ebusy: c_int;
+    static qf_errno_enospc: c_int;
+    static qf_errno_etimedout: c_int;
+    fn qf_port_lock() -> u32;
+    fn qf_port_unlock(key: u32);
+    fn qf_port_now() -> u64;
+    fn qf_port_cycles_to_ticks(cycles: u32) -> u64;
+    fn qf_port_current() -> *mut KThread;
+    fn qf_port_timer_arm(slot: u16, at: u64);
+    fn qf_port_timer_cancel(slot: u16);
+    fn qf_port_deadline_set(thread: *mut KThread, at: u64);
+    fn qf_port_deadline_set_relative(thread: *mut KThread, deadline: c_int);
+    fn qf_port_sleep_until(at: u64);
+    fn qf_port_throttle(slot: u16, thread: *mut KThread, until: u64);
+    fn qf_port_reschedule();
+    fn qf_port_miss_callback(cb: MissCallbackFn, thread: *mut KThread, arg: *mut c_void);
+    fn qf_port_print(text: *const c_char, len: usize);
+    fn qf_port_panic(text: *const c_char, len: usize) -> !;
+    #[cfg(qf_thread_field)]
+    fn qf_port_thread_control_get(thread: *const KThread) -> usize;
+    #[cfg(qf_thread_field)]
+    fn qf_port_thread_control_set(thread: *mut KThread, control: usize);
+}
+
+/// The errno values of the image's C library, which is not always newlib's numbering.
+#[derive(Copy, Clone, Debug)]
+pub enum Errno {
+    Invalid,
+    NoMemory,
+    Busy,
+    NoSpace,
+    TimedOut,
+}
+
+/// `-errno` as the C library of this image numbers it.
+pub fn negative(errno: Errno) -> c_int {
+    // SAFETY: constant ints defined in port.c, never written.
+    let value = unsafe {
+        match errno {
+            Errno::Invalid => qf_errno_einval,
+            Errno::NoMemory => qf_errno_enomem,
+            Errno::Busy => qf_errno_ebusy,
+            Errno::NoSpace => qf_errno_enospc,
+            Errno::TimedOut => qf_errno_etimedout,
+        }
+    };
+    -value
+}
+
+/// Takes the qfabric spinlock (interrupts locked on one CPU); returns the key for [`unlock`].
+pub fn lock() -> u32 {
+    // SAFETY: k_spin_lock on a static lock; callers pair it with `unlock` (see state.rs).
+    unsafe { qf_port_lock() }
+}
+
+/// Releases the qfabric spinlock taken by [`lock`].
+pub fn unlock(key: u32) {
+    // SAFETY: `key` comes from the matching `lock` call (state.rs is the only caller).
+    unsafe { qf_port_unlock(key) }
+}
+
+/// Kernel ticks since boot (`sys_clock_tick_get`), qfabric's time unit.
+pub fn now() -> u64 {
+    // SAFETY: reads the kernel tick counter; no arguments.
+    unsafe { qf_port_now() }
+}
+
+/// Converts an API duration in hardware cycles to ticks, rounding up.
+pub fn cycles_to_ticks(cycles: u32) -> u64 {
+    // SAFETY: pure arithmetic in C (k_cyc_to_ticks_ceil64).
+    unsafe { qf_port_cycles_to_ticks(cycles) }
+}
+
+/// The running thread.
+pub fn current() -> Thread {
+    // SAFETY: k_current_get() has no preconditions.
+    Thread(unsafe { qf_port_current() })
+}
+
+/// Arms pool slot `slot`'s one-shot timer at absolute tick `at` (replacing any earlier target).
+pub fn timer_arm(slot: u16, at: u64) {
+    // SAFETY: `slot` is a pool index (< CONFIG_QFABRIC_MAX_THREADS, checked by ThreadId users).
+    unsafe { qf_port_timer_arm(slot, at) }
+}
+
+/// Disarms pool slot `slot`'s timers.
+pub fn timer_cancel(slot: u16) {
+    // SAFETY: as for `timer_arm`.
+    unsafe { qf_port_timer_cancel(slot) }
+}
+
+/// Sets `thread`'s absolute EDF deadline to tick `at` and repositions it in the run queue.
+pub fn deadline_set(thread: Thread, at: u64) {
+    // SAFETY: `thread` is a live thread registered in the pool (removed on thread exit).
+    unsafe { qf_port_deadline_set(thread.0, at) }
+}
+
+/// Plain Zephyr EDF: deadline `deadline` cycles from now, for threads without a control block.
+pub fn deadline_set_relative(thread: Thread, deadline: c_int) {
+    // SAFETY: `thread` comes from the caller of k_thread_deadline_set (a kernel object the
+    // syscall layer has validated, or a supervisor caller's own handle).
+    unsafe { qf_port_deadline_set_relative(thread.0, deadline) }
+}
+
+/// Blocks the calling thread until absolute tick `at`. Never called with the lock held.
+pub fn sleep_until(at: u64) {
+    // SAFETY: k_sleep from thread context, lock released (kernel.rs runs it after unlock).
+    unsafe { qf_port_sleep_until(at) }
+}
+
+/// Suspends `thread` now and resumes it at tick `until`.
+pub fn throttle(slot: u16, thread: Thread, until: u64) {
+    // SAFETY: `thread` is registered in pool slot `slot`; called with the lock released.
+    unsafe { qf_port_throttle(slot, thread.0, until) }
+}
+
+/// Re-runs the kernel's scheduling decision (`k_reschedule`).
+pub fn reschedule() {
+    // SAFETY: k_reschedule has no preconditions; in an ISR it only refreshes the cache.
+    unsafe { qf_port_reschedule() }
+}
+
+/// Runs a C deadline-miss callback.
+pub fn miss_callback(cb: MissCallbackFn, thread: Thread, arg: *mut c_void) {
+    // SAFETY: `cb` and `arg` were registered together by a supervisor-mode caller (user mode may
+    // only clear the callback, see syscalls.c); `thread` is the thread they were set for.
+    unsafe { qf_port_miss_callback(cb, thread.0, arg) }
+}
+
+/// Prints `text` with printk.
+pub fn print(text: &str) {
+    // SAFETY: pointer and length of a valid str; printk copies it.
+    unsafe { qf_port_print(text.as_ptr().cast(), text.len()) }
+}
+
+/// The control-block word the patched kernel keeps in `thread->base.qf_control`.
+#[cfg(qf_thread_field)]
+pub fn thread_control(thread: Thread) -> usize {
+    // SAFETY: `thread` is a valid thread handle (see `Thread`); a plain field read.
+    unsafe { qf_port_thread_control_get(thread.0) }
+}
+
+/// Stores the control-block word in `thread->base.qf_control`.
+#[cfg(qf_thread_field)]
+pub fn thread_control_set(thread: Thread, control: usize) {
+    // SAFETY: as for `thread_control`; called with the lock held.
+    unsafe { qf_port_thread_control_set(thread.0, control) }
+}
+
+/// A fixed buffer `core::fmt::Write` target: text beyond its capacity is cut, never allocated.
+pub struct Line<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Line<N> {
+    /// An empty line.
+    pub const fn new() -> Self {
+        Line {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    /// The text written so far (cut at a character boundary).
+    pub fn as_str(&self) -> &str {
+        match core::str::from_utf8(&self.bytes[..self.len]) {
+            Ok(text) => text,
+            Err(e) => core::str::from_utf8(&self.bytes[..e.valid_up_to()]).unwrap_or(""),
+        }
+    }
+}
+
+impl<const N: usize> Write for Line<N> {
+    fn write_str(&mut self, text: &str) -> core::fmt::Result {
+        let room = N - self.len;
+        let take = text.len().min(room);
+        self.bytes[self.len..self.len + take].copy_from_slice(&text.as_bytes()[..take]);
+        self.len += take;
+        Ok(())
+    }
+}
+
+/// Reports a panic with printk and stops the kernel with `k_panic`.
+pub fn panic(info: &core::panic::PanicInfo) -> ! {
+    let mut line = Line::<128>::new();
+    let _ = write!(line, "{}", info.message());
+    if let Some(at) = info.location() {
+        let _ = write!(line, " at {}:{}", at.file(), at.line());
+    }
+    let text = line.as_str();
+    // SAFETY: pointer and length of a valid str; the port prints it and calls k_panic().
+    unsafe { qf_port_panic(text.as_ptr().cast(), text.len()) }
+}

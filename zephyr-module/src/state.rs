@@ -1,0 +1,79 @@
+//! The one scheduler of the system and what the adapter keeps beside it, behind the qfabric
+//! spinlock. [`with_state`] is the only way in.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use qf_sched::{Bandwidth, Scheduler};
+
+use crate::config::{ADMISSION, MAX_THREADS, TRACE_EVENTS};
+use crate::port::{self, MissCallbackFn};
+use crate::threads::Registry;
+
+/// A C deadline-miss callback and its argument, kept per slot (qf-sched stores a Rust
+/// trampoline that only flags the miss; see [`MISSED`]).
+#[derive(Copy, Clone)]
+pub struct MissCallback {
+    pub func: MissCallbackFn,
+    pub arg: *mut core::ffi::c_void,
+}
+
+/// Everything the adapter owns.
+pub struct State {
+    pub sched: Scheduler<MAX_THREADS, TRACE_EVENTS>,
+    pub threads: Registry,
+    pub miss_callbacks: [Option<MissCallback>; MAX_THREADS],
+    configured: bool,
+}
+
+impl State {
+    const fn new() -> Self {
+        State {
+            sched: Scheduler::new(),
+            threads: Registry::new(),
+            miss_callbacks: [None; MAX_THREADS],
+            configured: false,
+        }
+    }
+
+    /// One-time configuration that `Scheduler::new` (const) cannot do.
+    fn configure(&mut self) {
+        if ADMISSION {
+            self.sched.admission_bound_set(Some(Bandwidth::ONE));
+        }
+        self.configured = true;
+    }
+}
+
+struct Locked(UnsafeCell<State>);
+
+// SAFETY: the state is only reached through `with_state`, which holds the qfabric spinlock
+// (interrupts locked; qfabric requires one CPU, see Kconfig) for the whole access.
+unsafe impl Sync for Locked {}
+
+static STATE: Locked = Locked(UnsafeCell::new(State::new()));
+
+/// Deadline misses flagged by the scheduler's callback trampoline while the lock is held, to be
+/// reported to the C callbacks once it is released (callbacks must not run under the lock).
+pub static MISSED: [AtomicBool; MAX_THREADS] = [const { AtomicBool::new(false) }; MAX_THREADS];
+
+/// The trampoline registered with qf-sched for every C callback: `arg` is the pool slot.
+pub fn flag_deadline_miss(notice: &qf_sched::Notice) {
+    if let Some(flag) = MISSED.get(notice.arg) {
+        flag.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs `f` on the state with the qfabric lock held. Never nests: nothing called under the lock
+/// switches context or re-enters qfabric (blocking and callbacks are deferred, see kernel.rs).
+pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    let key = port::lock();
+    // SAFETY: the lock is held until after `f` returns, so this is the only reference.
+    let state = unsafe { &mut *STATE.0.get() };
+    if !state.configured {
+        state.configure();
+    }
+    let result = f(state);
+    port::unlock(key);
+    result
+}

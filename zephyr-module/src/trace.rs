@@ -1,0 +1,78 @@
+//! The scheduling event ring, read from C: one event at a time (`qf_trace_pop`) or all of them
+//! printed as CSV (`qf_trace_dump`) in the format of `qf sim --events`:
+//! `time,thread,event,budget,deadline` with times in kernel ticks and thread = pool slot.
+
+use core::ffi::{c_char, c_int};
+use core::fmt::Write;
+
+use qf_sched::Event;
+
+use crate::port::{self, Line};
+use crate::state::with_state;
+
+/// The CSV header line.
+const HEADER: &str = "time,thread,event,budget,deadline\n";
+
+/// `struct qf_event` in include/qfabric/qfabric.h.
+#[repr(C)]
+pub struct QfEvent {
+    pub time: u64,
+    pub budget: u64,
+    pub deadline: u64,
+    pub thread: u16,
+    pub kind: *const c_char,
+    pub kind_len: usize,
+}
+
+fn pop() -> Option<Event> {
+    with_state(|state| state.sched.events().pop())
+}
+
+/// Takes the oldest event; 1 with `*out` filled, 0 if the ring is empty.
+///
+/// # Safety
+/// `out` must be null or point to a writable `struct qf_event`.
+#[no_mangle]
+pub unsafe extern "C" fn qf_trace_pop(out: *mut QfEvent) -> c_int {
+    if out.is_null() {
+        return 0;
+    }
+    let Some(event) = pop() else { return 0 };
+    let kind = event.kind.name();
+    let record = QfEvent {
+        time: event.time,
+        budget: event.budget,
+        deadline: event.deadline,
+        thread: event.thread.0,
+        kind: kind.as_ptr().cast(),
+        kind_len: kind.len(),
+    };
+    // SAFETY: `out` is non-null and, by the caller's contract, points to a writable qf_event.
+    unsafe { out.write(record) };
+    1
+}
+
+/// Events overwritten because the ring was full.
+#[no_mangle]
+pub extern "C" fn qf_trace_lost() -> u64 {
+    with_state(|state| state.sched.events().lost())
+}
+
+/// Prints (and drains) the ring as CSV with printk, header first.
+#[no_mangle]
+pub extern "C" fn qf_trace_dump() {
+    port::print(HEADER);
+    while let Some(event) = pop() {
+        let mut line = Line::<96>::new();
+        let _ = writeln!(
+            line,
+            "{},{},{},{},{}",
+            event.time,
+            event.thread.0,
+            event.kind.name(),
+            event.budget,
+            event.deadline
+        );
+        port::print(line.as_str());
+    }
+}

@@ -1,0 +1,389 @@
+/*
+ * qfabric periodic EDF and task-based CBS on a patched Zephyr kernel, as specifications:
+ * each test runs one worker thread (so its control block is claimed and given back), measures
+ * in kernel ticks (CONFIG_SYS_CLOCK_TICKS_PER_SEC=10000: 1 ms = 10 ticks) and, for the CBS,
+ * reads the scheduler's own event trace.
+ */
+#include <zephyr/kernel.h>
+#include <zephyr/ztest.h>
+#include <string.h>
+#include <qfabric/qfabric.h>
+
+/* The same specification for both hook modes: the patched kernel's syscalls, or the module's
+ * qf_* functions on an unpatched kernel (CONFIG_TRACING_USER hooks).
+ */
+#ifdef CONFIG_QFABRIC_HOOKS_KERNEL_PATCH
+#define deadline_set k_thread_deadline_set
+#define period_set k_thread_period_set
+#define miss_callback_set k_thread_deadline_miss_callback_set
+#define budget_set k_thread_cbs_budget_set
+#else
+#define deadline_set qf_thread_deadline_set
+#define period_set qf_thread_period_set
+#define miss_callback_set qf_thread_deadline_miss_callback_set
+#define budget_set qf_thread_cbs_budget_set
+#endif
+
+#define TICKS_PER_MS (CONFIG_SYS_CLOCK_TICKS_PER_SEC / 1000)
+#define WORKER_PRIO 5
+#define STACK_SIZE 2048
+/* Timer expiries and wake-ups land on the next tick boundary at the latest. */
+#define SLACK_TICKS 2
+
+K_THREAD_STACK_DEFINE(worker_stack, STACK_SIZE);
+K_THREAD_STACK_DEFINE(helper_stack, STACK_SIZE);
+static struct k_thread worker_thread;
+static struct k_thread helper_thread;
+
+static int ms(int milliseconds)
+{
+	return (int)k_ms_to_cyc_ceil32(milliseconds);
+}
+
+static int64_t now(void)
+{
+	return k_uptime_ticks();
+}
+
+static void run_worker(k_thread_entry_t entry)
+{
+	k_thread_create(&worker_thread, worker_stack, STACK_SIZE, entry, NULL, NULL, NULL,
+			WORKER_PRIO, 0, K_NO_WAIT);
+	zassert_ok(k_thread_join(&worker_thread, K_SECONDS(10)));
+}
+
+static void drain_trace(void)
+{
+	struct qf_event e;
+
+	while (qf_trace_pop(&e)) {
+	}
+}
+
+/* The kinds of this slot's events, in order, from the trace ("ARRIVAL,B_COND,..."). */
+static void trace_kinds(int slot, const char *const *wanted, size_t n_wanted, char *out,
+			size_t size)
+{
+	struct qf_event e;
+	size_t len = 0;
+
+	out[0] = '\0';
+	while (qf_trace_pop(&e)) {
+		bool keep = e.thread == slot;
+
+		for (size_t i = 0; keep && i < n_wanted; i++) {
+			if (strlen(wanted[i]) == e.kind_len &&
+			    strncmp(wanted[i], e.kind, e.kind_len) == 0) {
+				break;
+			}
+			if (i + 1 == n_wanted) {
+				keep = false;
+			}
+		}
+		if (keep && len + e.kind_len + 2 < size) {
+			if (len > 0) {
+				out[len++] = ',';
+			}
+			memcpy(&out[len], e.kind, e.kind_len);
+			len += e.kind_len;
+			out[len] = '\0';
+		}
+	}
+}
+
+/* First event of @p kind for @p slot in the trace (drains the ring up to it). */
+static bool trace_find(int slot, const char *kind, struct qf_event *out)
+{
+	while (qf_trace_pop(out)) {
+		if (out->thread == slot && strlen(kind) == out->kind_len &&
+		    strncmp(kind, out->kind, out->kind_len) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- deadline set without a period ---- */
+
+static void plain_deadline(void *a, void *b, void *c)
+{
+	uint32_t before = k_cycle_get_32();
+
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
+	int32_t offset = (int32_t)(k_current_get()->base.prio_deadline - before);
+
+	zassert_true(offset >= ms(10) && offset <= ms(10) + ms(1),
+		     "deadline %d cycles ahead, expected %d", offset, ms(10));
+}
+
+ZTEST(qfabric_edf, test_deadline_set_without_control_block_is_upstream_edf)
+{
+	run_worker(plain_deadline);
+}
+
+static void attached_aperiodic(void *a, void *b, void *c)
+{
+	/* Period 0: a control block, but aperiodic: deadline_set only sets the deadline. */
+	zassert_ok(period_set(k_current_get(), 0));
+	zassert_true(qf_thread_slot(k_current_get()) >= 0);
+	int64_t t0 = now();
+
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
+	zassert_true(now() - t0 <= 1, "aperiodic deadline_set must not sleep");
+	int32_t offset = (int32_t)(k_current_get()->base.prio_deadline - k_cycle_get_32());
+
+	zassert_true(offset > ms(8) && offset <= ms(10) + ms(1), "offset %d", offset);
+}
+
+ZTEST(qfabric_edf, test_deadline_set_without_period_does_not_suspend)
+{
+	run_worker(attached_aperiodic);
+}
+
+/* ---- deadline set with a period ---- */
+
+static void periodic(void *a, void *b, void *c)
+{
+	zassert_ok(period_set(k_current_get(), ms(20)));
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
+	int64_t release = now();
+
+	for (int cycle = 1; cycle <= 3; cycle++) {
+		k_busy_wait(3000);
+		zassert_ok(deadline_set(k_current_get(), ms(20)));
+		int64_t woke = now() - release;
+
+		zassert_true(woke >= cycle * 20 * TICKS_PER_MS &&
+			     woke <= cycle * 20 * TICKS_PER_MS + SLACK_TICKS,
+			     "cycle %d released %lld ticks after the first", cycle, woke);
+	}
+}
+
+ZTEST(qfabric_edf, test_deadline_set_with_period_releases_every_period)
+{
+	run_worker(periodic);
+}
+
+static void period_change_mid_cycle(void *a, void *b, void *c)
+{
+	zassert_ok(period_set(k_current_get(), ms(20)));
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
+	int64_t release = now();
+
+	k_busy_wait(2000);
+	/* Shorter period mid-cycle: the next activation uses it at once. */
+	zassert_ok(period_set(k_current_get(), ms(10)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
+	int64_t woke = now() - release;
+
+	zassert_true(woke >= 10 * TICKS_PER_MS && woke <= 10 * TICKS_PER_MS + SLACK_TICKS,
+		     "released %lld ticks after the first, expected 100", woke);
+}
+
+ZTEST(qfabric_edf, test_period_change_mid_cycle_takes_effect_at_once)
+{
+	run_worker(period_change_mid_cycle);
+}
+
+static void overrun(void *a, void *b, void *c)
+{
+	zassert_ok(period_set(k_current_get(), ms(10)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
+	k_busy_wait(15000);
+	int64_t before = now();
+
+	int status = deadline_set(k_current_get(), ms(10));
+
+	zassert_equal(status, -ETIMEDOUT, "status %d", status);
+	zassert_true(now() - before <= 1, "an overrun cycle starts the next one at once");
+}
+
+ZTEST(qfabric_edf, test_period_overrun_is_an_error)
+{
+	run_worker(overrun);
+}
+
+static void deliberate_shortening(void *a, void *b, void *c)
+{
+	zassert_ok(period_set(k_current_get(), ms(20)));
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
+	k_busy_wait(12000);
+	/* The thread itself shortens its period below the time this cycle already took. */
+	zassert_ok(period_set(k_current_get(), ms(10)));
+	int64_t before = now();
+
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
+	zassert_true(now() - before <= 1, "no suspension: the period is already over");
+}
+
+ZTEST(qfabric_edf, test_deliberate_period_shortening_is_not_an_error)
+{
+	run_worker(deliberate_shortening);
+}
+
+/* ---- deadline-miss callback ---- */
+
+static int64_t missed_at;
+static int misses;
+
+static void on_miss(k_tid_t thread, void *arg)
+{
+	zassert_equal(thread, (k_tid_t)arg);
+	missed_at = now();
+	misses++;
+}
+
+static void late_job(void *a, void *b, void *c)
+{
+	misses = 0;
+	zassert_ok(miss_callback_set(k_current_get(), on_miss,
+						       k_current_get()));
+	zassert_ok(deadline_set(k_current_get(), ms(5)));
+	int64_t release = now();
+
+	k_busy_wait(8000);
+	zassert_equal(misses, 1, "one miss for one late cycle");
+	zassert_true(missed_at - release >= 5 * TICKS_PER_MS &&
+		     missed_at - release <= 5 * TICKS_PER_MS + SLACK_TICKS,
+		     "callback ran %lld ticks after release, deadline was 50",
+		     missed_at - release);
+	/* A cycle that ends in time does not fire. */
+	zassert_ok(deadline_set(k_current_get(), ms(5)));
+	k_busy_wait(2000);
+	zassert_ok(deadline_set(k_current_get(), ms(5)));
+	k_busy_wait(1000);
+	zassert_equal(misses, 1);
+	zassert_ok(miss_callback_set(k_current_get(), NULL, NULL));
+}
+
+ZTEST(qfabric_edf, test_deadline_miss_callback_runs_at_the_deadline)
+{
+	run_worker(late_job);
+}
+
+/* ---- CBS ---- */
+
+static const char *const arrivals[] = {"ARRIVAL", "B_COND"};
+
+static void cbs_condition(void *a, void *b, void *c)
+{
+	int slot;
+	char kinds[96];
+
+	zassert_ok(budget_set(k_current_get(), ms(3)));
+	slot = qf_thread_slot(k_current_get());
+	drain_trace();
+	/* Job 1: fresh server (c = 0, d = 0), always replenishes: d = r + 8, c = 3. */
+	zassert_ok(deadline_set(k_current_get(), ms(8)));
+	k_busy_wait(1000);
+	/* Job 2 at r + 1: c·T = 2·8 = 16 < (d − r)·Q = 7·3 = 21: keeps c and d. */
+	zassert_ok(deadline_set(k_current_get(), ms(8)));
+	k_msleep(6);
+	/* Job 3 at r + 7: 2·8 = 16 ≥ 1·3: replenishes. */
+	zassert_ok(deadline_set(k_current_get(), ms(8)));
+	trace_kinds(slot, arrivals, ARRAY_SIZE(arrivals), kinds, sizeof(kinds));
+	zassert_str_equal(kinds, "ARRIVAL,B_COND,ARRIVAL,ARRIVAL,B_COND");
+}
+
+ZTEST(qfabric_edf, test_cbs_replenishment_condition_both_ways)
+{
+	run_worker(cbs_condition);
+}
+
+static void higher_priority_burst(void *a, void *b, void *c)
+{
+	k_busy_wait(3000);
+}
+
+static void cbs_preempted(void *a, void *b, void *c)
+{
+	struct qf_event away, back, done;
+	int slot;
+
+	zassert_ok(budget_set(k_current_get(), ms(5)));
+	slot = qf_thread_slot(k_current_get());
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
+	drain_trace();
+	k_busy_wait(1000);
+	/* Preempted for 3 ms by a higher-priority thread: no budget consumed meanwhile. */
+	k_thread_create(&helper_thread, helper_stack, STACK_SIZE, higher_priority_burst, NULL,
+			NULL, NULL, WORKER_PRIO - 2, 0, K_NO_WAIT);
+	k_busy_wait(1000);
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
+	zassert_true(trace_find(slot, "SWT_AY", &away), "switch away traced");
+	zassert_true(trace_find(slot, "SWT_TO", &back), "switch back traced");
+	zassert_true(trace_find(slot, "COMPLETE", &done), "cycle end traced");
+	zassert_true(away.budget >= 4 * TICKS_PER_MS - 1 && away.budget <= 4 * TICKS_PER_MS,
+		     "budget %llu after 1 ms of 5", away.budget);
+	zassert_equal(back.budget, away.budget, "paused while preempted");
+	zassert_true(back.time - away.time >= 3 * TICKS_PER_MS, "preempted for 3 ms");
+	zassert_true(done.budget >= 3 * TICKS_PER_MS - 1 && done.budget <= 3 * TICKS_PER_MS,
+		     "budget %llu after 2 ms of running", done.budget);
+	k_thread_join(&helper_thread, K_FOREVER);
+}
+
+ZTEST(qfabric_edf, test_cbs_budget_pauses_across_preemption)
+{
+	run_worker(cbs_preempted);
+}
+
+static void cbs_exhausted(void *a, void *b, void *c)
+{
+	struct qf_event replenished;
+	int slot;
+
+	zassert_ok(budget_set(k_current_get(), ms(2)));
+	slot = qf_thread_slot(k_current_get());
+	drain_trace();
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
+	int64_t release = now();
+	int64_t first_deadline = release + 10 * TICKS_PER_MS;
+
+	k_busy_wait(3000);
+	zassert_true(trace_find(slot, "B_ROUT", &replenished), "budget exhaustion traced");
+	zassert_true((int64_t)replenished.time - release >= 2 * TICKS_PER_MS &&
+		     (int64_t)replenished.time - release <= 2 * TICKS_PER_MS + SLACK_TICKS,
+		     "exhausted %lld ticks after release", replenished.time - release);
+	zassert_equal(replenished.budget, 2 * TICKS_PER_MS, "refilled to Q");
+	zassert_true((int64_t)replenished.deadline - first_deadline >= 10 * TICKS_PER_MS - 1 &&
+		     (int64_t)replenished.deadline - first_deadline <= 10 * TICKS_PER_MS + 1,
+		     "deadline postponed by one server period");
+}
+
+ZTEST(qfabric_edf, test_cbs_budget_exhaustion_postpones_the_deadline)
+{
+	run_worker(cbs_exhausted);
+}
+
+/* ---- admission control ---- */
+
+static int second_status;
+
+static void second_server(void *a, void *b, void *c)
+{
+	zassert_ok(budget_set(k_current_get(), ms(6)));
+	second_status = deadline_set(k_current_get(), ms(10));
+}
+
+static void first_server(void *a, void *b, void *c)
+{
+	zassert_ok(budget_set(k_current_get(), ms(6)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
+	/* 0.6 admitted; another 0.6 would exceed one CPU. */
+	k_thread_create(&helper_thread, helper_stack, STACK_SIZE, second_server, NULL, NULL,
+			NULL, WORKER_PRIO - 1, 0, K_NO_WAIT);
+	k_thread_join(&helper_thread, K_FOREVER);
+	zassert_equal(second_status, -ENOSPC, "second server admitted: %d", second_status);
+}
+
+ZTEST(qfabric_edf, test_admission_rejects_over_one_cpu)
+{
+	run_worker(first_server);
+	/* The first server's thread exited: its bandwidth is free again. */
+	k_thread_create(&helper_thread, helper_stack, STACK_SIZE, second_server, NULL, NULL, NULL,
+			WORKER_PRIO, 0, K_NO_WAIT);
+	k_thread_join(&helper_thread, K_FOREVER);
+	zassert_ok(second_status);
+}
+
+ZTEST_SUITE(qfabric_edf, NULL, NULL, NULL, NULL, NULL);
