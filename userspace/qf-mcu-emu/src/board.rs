@@ -269,10 +269,12 @@ impl Board {
             && shm.load_u32(control::ATTACHED_GENERATION)? == generation;
         let attach_count = shm.load_u32(control::ATTACH_COUNT)?;
         let tag = shm.load_u32(control::KICK_TAG)?;
-        if state != Some(McuState::Running) || !attached || tag != attach_count || attach_count == 0
-        {
+        // A hung MCU looks running from outside but serves nothing.
+        let hung = !self.heart_alive.load(Ordering::SeqCst);
+        let current = tag == attach_count && attach_count != 0;
+        if state != Some(McuState::Running) || hung || !attached || !current {
             self.lock_stats().stale_kicks += 1;
-            log::debug!("mcu: kick ignored (state {state:?}, attached {attached}, tag {tag}, attach_count {attach_count})");
+            log::debug!("mcu: kick ignored (state {state:?}, hung {hung}, attached {attached}, tag {tag}, attach_count {attach_count})");
             return Ok(());
         }
         if self.session.as_ref().map(|s| s.attach_count) != Some(attach_count) {
