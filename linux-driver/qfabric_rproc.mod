@@ -1,0 +1,1 @@
+/work/wt/kernel/linux-driver/qfabric_rproc.o
