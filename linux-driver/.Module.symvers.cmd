@@ -1,1 +1,0 @@
-savedcmd_/work/wt/kernel/linux-driver/Module.symvers :=  scripts/mod/modpost -M   -E     -o /work/wt/kernel/linux-driver/Module.symvers -T /work/wt/kernel/linux-driver/modules.order -i Module.symvers -e 

@@ -1,1 +1,0 @@
-savedcmd_/work/wt/kernel/linux-driver/qfabric_rproc.ko := ld.lld -r -m elf_x86_64 -z noexecstack --build-id=sha1  -T scripts/module.lds -o /work/wt/kernel/linux-driver/qfabric_rproc.ko /work/wt/kernel/linux-driver/qfabric_rproc.o /work/wt/kernel/linux-driver/qfabric_rproc.mod.o /work/wt/kernel/linux-driver/.module-common.o

@@ -1,1 +1,0 @@
-savedcmd_/work/wt/kernel/linux-driver/qfabric_rproc.mod := printf '%s\n'   qfabric_rproc.o | awk '!x[$$0]++ { print("/work/wt/kernel/linux-driver/"$$0) }' > /work/wt/kernel/linux-driver/qfabric_rproc.mod

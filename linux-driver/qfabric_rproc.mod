@@ -1,1 +1,0 @@
-/work/wt/kernel/linux-driver/qfabric_rproc.o
