@@ -298,10 +298,7 @@ impl Board {
     fn start_session(&mut self, attach_count: u32) -> Result<Session, DeviceError> {
         let mut table = [0u8; TABLE_LEN];
         self.shm.read(RSC_TABLE_OFFSET, &mut table)?;
-        let vdev = rsc_table::decode_vdev(&table).map_err(|e| DeviceError::Queue {
-            index: 0,
-            reason: e.to_string(),
-        })?;
+        let vdev = rsc_table::decode_vdev(&table)?;
         let bar2_pa = self.shm.load_u64(control::BAR2_PA)?;
         let device = RpmsgDevice::new(self.shm.file(), self.shm.size(), bar2_pa, &vdev)?;
         self.shm
