@@ -26,6 +26,10 @@ bpo_pkgs=(linux-source-6.12 qemu-system-x86)
 need_main=(); need_bpo=()
 for p in "${main_pkgs[@]}"; do installed "$p" || need_main+=("$p"); done
 for p in "${bpo_pkgs[@]}"; do installed "$p" || need_bpo+=("$p"); done
+# bookworm's own QEMU 7.2 may already be there: the board needs 10 (backports).
+if installed qemu-system-x86 && ! qemu-system-x86_64 --version | grep -q 'version \(1[0-9]\|[2-9][0-9]\)\.'; then
+  need_bpo+=(qemu-system-x86)
+fi
 if [ $((${#need_main[@]} + ${#need_bpo[@]})) -gt 0 ]; then
   apt-get update -qq
   export DEBIAN_FRONTEND=noninteractive

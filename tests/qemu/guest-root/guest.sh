@@ -58,7 +58,7 @@ echo "QFTEST PLAN 23"
 
 # The MCU is not running yet (crashed before Linux looks): the driver binds, maps, waits.
 host crash
-sleep 1
+sleep 3 # the harness polls the console every 200 ms
 check module-load insmod /qfabric_rproc.ko
 check probe sh -c 'ls -d /sys/bus/pci/drivers/qfabric_rproc/0000:* && dmesg | grep "qfabric_rproc: ivshmem peer 1"'
 sleep 2
