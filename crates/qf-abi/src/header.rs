@@ -199,44 +199,17 @@ impl Header {
         // Cannot truncate: checked against MAX_PAYLOAD_LEN (988) above.
         let p = (payload_len as u16).to_be_bytes();
         let (kind, effect, status) = (self.kind.code(), self.effect.code(), self.status.code());
-        *out = [
-            m[0],
-            m[1],
-            m[2],
-            m[3],
-            PROTOCOL_VERSION,
-            kind,
-            effect,
-            status, // 0..8
-            t[0],
-            t[1],
-            t[2],
-            t[3], // task id
-            i[0],
-            i[1],
-            i[2],
-            i[3],
-            i[4],
-            i[5],
-            i[6],
-            i[7], // invocation id
-            e[0],
-            e[1],
-            e[2],
-            e[3], // epoch
-            c[0],
-            c[1],
-            c[2],
-            c[3], // contract id
-            d[0],
-            d[1],
-            d[2],
-            d[3], // deadline
-            p[0],
-            p[1],
-            0,
-            0, // payload length, flags
+        #[rustfmt::skip]
+        let bytes: [u8; HEADER_LEN] = [
+            m[0], m[1], m[2], m[3], PROTOCOL_VERSION, kind, effect, status,
+            t[0], t[1], t[2], t[3],                         // task id
+            i[0], i[1], i[2], i[3], i[4], i[5], i[6], i[7], // invocation id
+            e[0], e[1], e[2], e[3],                         // epoch
+            c[0], c[1], c[2], c[3],                         // contract id
+            d[0], d[1], d[2], d[3],                         // deadline
+            p[0], p[1], 0, 0,                               // payload length, flags
         ];
+        *out = bytes;
         Ok(())
     }
 
