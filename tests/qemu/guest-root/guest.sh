@@ -54,7 +54,7 @@ crash_and_recover() {
   check "$name-traffic-resumes" $qfg frames --count 1000 --epoch $((epoch + 1))
 }
 
-echo "QFTEST PLAN 23"
+echo "QFTEST PLAN 26"
 
 # The MCU is not running yet (crashed before Linux looks): the driver binds, maps, waits.
 host crash
@@ -83,6 +83,21 @@ check latency-10000 $qfg latency --count 10000 --epoch 3
 # recoveries in one boot.
 crash_and_recover crash crash 3 10
 crash_and_recover hang hang 4 20
+
+# Unload while recovery waits for a hung MCU: remove must end the wait, shut the rproc down
+# and leave nothing behind; after the MCU restarts, a fresh load attaches (generation 5).
+crashes_before=$(count_dmesg 'crash detected in')
+host hang
+if wait_for 30 sh -c "[ \$(dmesg | grep -c 'crash detected in') -gt $crashes_before ]" &&
+  timeout 60 rmmod qfabric_rproc && [ ! -e /sys/class/remoteproc/remoteproc0 ] && no_channel; then
+  pass unload-while-mcu-down "$(dmesg | grep -E 'attach abandoned|removed' | tail -n 2 | tr '\n' ' ')"
+else fail unload-while-mcu-down "$(dmesg | grep -E 'qfabric|remoteproc' | tail -n 3 | tr '\n' ' ')"; fi
+host restart
+sleep 1
+check load-after-mcu-down insmod /qfabric_rproc.ko
+if wait_for 120 sh -c "dmesg | grep -q 'attached to MCU generation 5 '" && wait_for 60 channel && wait_for 10 ctrl_dev; then
+  pass reattach-after-mcu-down "$(dmesg | grep 'attached to MCU' | tail -n 1)"
+else fail reattach-after-mcu-down "state $(rproc_state)"; fi
 
 # Module unload and reload with traffic stopped.
 check module-unload rmmod qfabric_rproc
