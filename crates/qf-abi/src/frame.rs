@@ -111,14 +111,17 @@ pub fn encode_frame_raw(
             },
         ));
     }
-    let Some(frame_out) = out.get_mut(..len) else {
+    // Checked accessors only (no slicing that could panic): this runs on the MCU.
+    let Some((header_out, rest)) = out.split_first_chunk_mut::<HEADER_LEN>() else {
         return Err(output_full(capacity));
     };
-    let (header_out, payload_out) = frame_out.split_at_mut(HEADER_LEN);
-    let header_out: &mut [u8; HEADER_LEN] =
-        header_out.try_into().map_err(|_| output_full(capacity))?;
+    let Some(payload_out) = rest.get_mut(..payload.len()) else {
+        return Err(output_full(capacity));
+    };
     header.encode(payload.len(), header_out)?;
-    payload_out.copy_from_slice(payload);
+    for (slot, &byte) in payload_out.iter_mut().zip(payload) {
+        *slot = byte;
+    }
     Ok(len)
 }
 

@@ -18,6 +18,7 @@ pub struct Server {
 
 impl Server {
     /// True when the thread is served by a CBS.
+    #[inline]
     pub const fn enabled(&self) -> bool {
         self.budget_max > 0
     }
@@ -27,8 +28,11 @@ impl Server {
     /// `c·T ≥ (d − r)·Q`, always true once `d ≤ r` — the server takes a fresh deadline
     /// `d = r + T` and a full budget `c = Q` and this returns `true`; otherwise both are kept
     /// (the job is served at the old deadline with the budget left) and this returns `false`.
+    #[inline]
     pub fn arrive(&mut self, release: u64, period: u64) -> bool {
         self.period = period;
+        // A budget left over from before `Q` was lowered counts only up to the new `Q`.
+        self.budget = self.budget.min(self.budget_max);
         let replenish = match self.deadline.checked_sub(release) {
             None | Some(0) => true,
             Some(laxity) => {
@@ -44,12 +48,14 @@ impl Server {
 
     /// B_ROUT (soft reservation): the budget ran out with work left, so the server gets a full
     /// budget and its deadline moves one server period later: `c = Q`, `d = d + T`.
+    #[inline]
     pub fn postpone(&mut self) {
         self.budget = self.budget_max;
         self.deadline = self.deadline.saturating_add(self.period);
     }
 
     /// Charges `ran` units of execution; the budget stops at zero.
+    #[inline]
     pub fn charge(&mut self, ran: u64) {
         self.budget = self.budget.saturating_sub(ran);
     }
@@ -90,6 +96,15 @@ mod tests {
         let mut cbs = server(2, 2, 14);
         assert!(cbs.arrive(8, 6));
         assert_eq!((cbs.budget, cbs.deadline), (2, 14));
+    }
+
+    #[test]
+    fn a_lowered_budget_caps_what_is_left_at_the_next_arrival() {
+        // Q lowered from 5 to 2 with c = 5 left: c counts as 2, so 2·50 < (100 − 10)·2 keeps
+        // d (with c = 5 it would have replenished).
+        let mut cbs = server(2, 5, 100);
+        assert!(!cbs.arrive(10, 50));
+        assert_eq!((cbs.budget, cbs.deadline), (2, 100));
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub struct ControlBlock {
     pub(crate) server: Server,
     // The current cycle (one job of the thread, from deadline_set to the next).
     pub(crate) cycle_active: bool,
+    /// The current cycle's job arrived at the thread's CBS (so its budget clock may run).
+    pub(crate) cycle_served: bool,
     pub(crate) release: u64,
     pub(crate) period_at_release: u64,
     pub(crate) deadline: u64,
@@ -80,6 +82,7 @@ impl ControlBlock {
             deadline: 0,
         },
         cycle_active: false,
+        cycle_served: false,
         release: 0,
         period_at_release: 0,
         deadline: 0,
@@ -208,7 +211,8 @@ impl ControlBlock {
         self.cycle_active = true;
         self.release = release;
         self.period_at_release = self.period;
-        let replenished = if self.server.enabled() {
+        self.cycle_served = self.server.enabled();
+        let replenished = if self.cycle_served {
             let replenished = self.server.arrive(release, rel);
             self.deadline = self.server.deadline;
             self.record(ring, id, release, EventKind::Arrival);
@@ -240,7 +244,7 @@ impl ControlBlock {
         id: ThreadId,
         now: u64,
     ) {
-        if !self.server.enabled()
+        if !self.cycle_served
             || !self.cycle_active
             || now < self.release
             || self.throttled_until.is_some()
@@ -320,7 +324,7 @@ impl ControlBlock {
                 });
             }
         }
-        if let Some(since) = self.budget_running_since {
+        if let Some(since) = self.budget_running_since.filter(|_| self.cycle_served) {
             if now.saturating_sub(since) >= self.server.budget {
                 self.server.budget = 0;
                 self.budget_running_since = Some(now);

@@ -117,15 +117,18 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
 
     /// Gives the thread a private CBS with maximum budget `budget` (0 removes it). The server
     /// period is the relative deadline passed to each `deadline_set`. A new server starts with
-    /// `c = 0, d = 0`, so its first job always replenishes. Takes effect at the next cycle.
+    /// `c = 0, d = 0`, so its first job always replenishes. Like the other setters it takes
+    /// effect from the next cycle (a changed `Q` at the next job arrival), except that removing
+    /// the server stops its budget clock at once.
     pub fn cbs_budget_set(&mut self, id: ThreadId, budget: u64) -> Result<(), Error> {
         let block = self.slot(id)?;
         if budget == 0 || !block.server.enabled() {
             block.server.budget = 0;
             block.server.deadline = 0;
+            block.budget_running_since = None;
+            block.cycle_served = false;
         }
         block.server.budget_max = budget;
-        block.server.budget = block.server.budget.min(budget);
         Ok(())
     }
 

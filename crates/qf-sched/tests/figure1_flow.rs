@@ -427,3 +427,23 @@ mod overrun_rule {
         }
     }
 }
+
+#[test]
+fn removing_the_server_mid_job_stops_its_budget_clock() {
+    let (mut sched, mut k) = cbs_thread_started_at_3();
+    sched.cbs_budget_set(T1, 0).unwrap();
+    k.take();
+    // The timer armed for the old exhaustion instant fires: nothing is left to exhaust, and
+    // nothing is re-armed for "now" (which a kernel would fire again at once, forever).
+    k.now = 6;
+    sched.timer_expired(&mut k, T1).unwrap();
+    assert!(
+        !k.take()
+            .iter()
+            .any(|r| matches!(r, Request::TimerArm(_, at) if *at <= 6)),
+        "re-armed in the past"
+    );
+    assert!(kinds(&mut sched)
+        .iter()
+        .all(|e| e.1 != EventKind::BudgetReplenish));
+}

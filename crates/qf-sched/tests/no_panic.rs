@@ -6,7 +6,7 @@ mod recording_kernel;
 
 use proptest::prelude::*;
 use qf_sched::{Bandwidth, Callback, Notice, Scheduler, ThreadId};
-use recording_kernel::RecordingKernel;
+use recording_kernel::{RecordingKernel, Request};
 
 #[derive(Clone, Debug)]
 enum Call {
@@ -34,23 +34,28 @@ fn value() -> impl Strategy<Value = u64> {
 }
 
 fn call() -> impl Strategy<Value = Call> {
-    let id = 0u16..6;
+    call_over(0..6, value().boxed())
+}
+
+/// Calls on threads `ids` with values drawn from `value`.
+fn call_over(ids: std::ops::Range<u16>, value: BoxedStrategy<u64>) -> impl Strategy<Value = Call> {
+    let id = ids;
     prop_oneof![
         id.clone().prop_map(Call::Attach),
         id.clone().prop_map(Call::Detach),
-        (id.clone(), value()).prop_map(|(i, v)| Call::Period(i, v)),
-        (id.clone(), value()).prop_map(|(i, v)| Call::Budget(i, v)),
+        (id.clone(), value.clone()).prop_map(|(i, v)| Call::Period(i, v)),
+        (id.clone(), value.clone()).prop_map(|(i, v)| Call::Budget(i, v)),
         (id.clone(), any::<bool>()).prop_map(|(i, v)| Call::Hard(i, v)),
-        (id.clone(), value()).prop_map(|(i, v)| Call::Wcet(i, v)),
+        (id.clone(), value.clone()).prop_map(|(i, v)| Call::Wcet(i, v)),
         (id.clone(), any::<bool>()).prop_map(|(i, v)| Call::Miss(i, v)),
         (id.clone(), any::<bool>()).prop_map(|(i, v)| Call::Overrun(i, v)),
-        proptest::option::of((value(), value())).prop_map(Call::Admission),
-        (id.clone(), value()).prop_map(|(i, v)| Call::Deadline(i, v)),
+        proptest::option::of((value.clone(), value.clone())).prop_map(Call::Admission),
+        (id.clone(), value.clone()).prop_map(|(i, v)| Call::Deadline(i, v)),
         id.clone().prop_map(Call::CycleEnd),
         id.clone().prop_map(Call::In),
         id.clone().prop_map(Call::Out),
         id.prop_map(Call::Timer),
-        value().prop_map(Call::Clock),
+        value.prop_map(Call::Clock),
     ]
 }
 
@@ -86,5 +91,107 @@ proptest! {
         }
         let drained = sched.events().drain().count();
         prop_assert!(drained <= 8);
+    }
+}
+
+/// Runs `calls` on a kernel that delivers every timer once the clock passes it, with a clock
+/// that only moves forward; fails if a timer is ever armed at or before the current time
+/// (a kernel would fire it at once, and a scheduler that keeps doing so livelocks).
+fn run_with_timer_delivery(calls: &[Call]) -> Result<(), String> {
+    let mut sched = Scheduler::<4, 8>::new();
+    let mut k = RecordingKernel::default();
+    let cb = |on: bool| {
+        on.then_some(Callback {
+            func: ignore,
+            arg: 1,
+        })
+    };
+    // Checks the requests made since index `from`.
+    let check = |k: &RecordingKernel, from: usize, now: u64| -> Result<(), String> {
+        for r in &k.requests[from..] {
+            if let Request::TimerArm(t, at) = r {
+                if *at <= now {
+                    return Err(format!("{t:?} armed at {at} when now is {now}"));
+                }
+            }
+        }
+        Ok(())
+    };
+    for c in calls.iter().cloned() {
+        let before = k.now;
+        let from = k.requests.len();
+        let _ = match c {
+            Call::Attach(i) => sched.attach(ThreadId(i)),
+            Call::Detach(i) => sched.detach(&mut k, ThreadId(i)),
+            Call::Period(i, v) => sched.period_set(ThreadId(i), v),
+            Call::Budget(i, v) => sched.cbs_budget_set(ThreadId(i), v),
+            Call::Hard(i, v) => sched.hard_reservation_set(ThreadId(i), v),
+            Call::Wcet(i, v) => sched.wcet_set(ThreadId(i), v),
+            Call::Miss(i, v) => sched.deadline_miss_callback_set(ThreadId(i), cb(v)),
+            Call::Overrun(i, v) => sched.budget_overrun_callback_set(ThreadId(i), cb(v)),
+            Call::Admission(_) | Call::Timer(_) => Ok(()),
+            Call::Deadline(i, v) => sched.deadline_set(&mut k, ThreadId(i), v),
+            Call::CycleEnd(i) => sched.cycle_end(&mut k, ThreadId(i)),
+            Call::In(i) => sched.switched_in(&mut k, ThreadId(i)),
+            Call::Out(i) => sched.switched_out(&mut k, ThreadId(i)),
+            Call::Clock(v) => {
+                let target = k.now + v;
+                // Deliver every timer due up to `target`, in time order, like a kernel.
+                for _ in 0..1000 {
+                    let due = (0..4u16)
+                        .filter_map(|t| k.armed(ThreadId(t)).map(|at| (at, t)))
+                        .filter(|&(at, _)| at <= target)
+                        .min();
+                    let Some((at, t)) = due else { break };
+                    k.now = at.max(k.now);
+                    let thread = ThreadId(t);
+                    k.requests.retain(|r| {
+                        !matches!(r, Request::TimerArm(x, _) | Request::TimerCancel(x) if *x == thread)
+                    });
+                    let mark = k.requests.len();
+                    let _ = sched.timer_expired(&mut k, thread);
+                    check(&k, mark, k.now)?;
+                }
+                k.now = target;
+                Ok(())
+            }
+        };
+        if !matches!(c, Call::Clock(_)) {
+            check(&k, from, before)?;
+        }
+        // Keep only the latest arm per thread (what `armed` replays).
+        k.requests = (0..4u16)
+            .filter_map(|t| {
+                k.armed(ThreadId(t))
+                    .map(|at| Request::TimerArm(ThreadId(t), at))
+            })
+            .collect();
+    }
+    Ok(())
+}
+
+#[test]
+fn removing_a_server_mid_job_does_not_livelock_its_timer() {
+    use Call::*;
+    let calls = [
+        Attach(0),
+        Budget(0, 5),
+        In(0),
+        Deadline(0, 8),
+        Budget(0, 0),
+        Clock(9),
+    ];
+    assert_eq!(run_with_timer_delivery(&calls), Ok(()));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// No call sequence makes the scheduler arm a timer in the past (see
+    /// `run_with_timer_delivery`).
+    #[test]
+    fn timers_are_armed_in_the_future_and_expiries_settle(
+        calls in proptest::collection::vec(call_over(0..2, (0u64..12).boxed()), 0..120),
+    ) {
+        prop_assert_eq!(run_with_timer_delivery(&calls), Ok(()));
     }
 }

@@ -493,6 +493,8 @@ fn plot_by_load(path: &Path, caption: &str, y_desc: &str, panels: &[Vec<Series>]
         }
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
             .map_err(plot_error)?;

@@ -269,10 +269,12 @@ impl Board {
             && shm.load_u32(control::ATTACHED_GENERATION)? == generation;
         let attach_count = shm.load_u32(control::ATTACH_COUNT)?;
         let tag = shm.load_u32(control::KICK_TAG)?;
-        if state != Some(McuState::Running) || !attached || tag != attach_count || attach_count == 0
-        {
+        // A hung MCU looks running from outside but serves nothing.
+        let hung = !self.heart_alive.load(Ordering::SeqCst);
+        let current = tag == attach_count && attach_count != 0;
+        if state != Some(McuState::Running) || hung || !attached || !current {
             self.lock_stats().stale_kicks += 1;
-            log::debug!("mcu: kick ignored (state {state:?}, attached {attached}, tag {tag}, attach_count {attach_count})");
+            log::debug!("mcu: kick ignored (state {state:?}, hung {hung}, attached {attached}, tag {tag}, attach_count {attach_count})");
             return Ok(());
         }
         if self.session.as_ref().map(|s| s.attach_count) != Some(attach_count) {
@@ -296,10 +298,7 @@ impl Board {
     fn start_session(&mut self, attach_count: u32) -> Result<Session, DeviceError> {
         let mut table = [0u8; TABLE_LEN];
         self.shm.read(RSC_TABLE_OFFSET, &mut table)?;
-        let vdev = rsc_table::decode_vdev(&table).map_err(|e| DeviceError::Queue {
-            index: 0,
-            reason: e.to_string(),
-        })?;
+        let vdev = rsc_table::decode_vdev(&table)?;
         let bar2_pa = self.shm.load_u64(control::BAR2_PA)?;
         let device = RpmsgDevice::new(self.shm.file(), self.shm.size(), bar2_pa, &vdev)?;
         self.shm

@@ -29,6 +29,8 @@ pub enum DeviceError {
     Memory(String),
     #[error("vring{index}: {reason}")]
     Queue { index: usize, reason: String },
+    #[error("resource table in shared memory: {0}")]
+    Table(#[from] crate::rsc_table::TableError),
 }
 
 /// A message Linux sent (read from vring1).

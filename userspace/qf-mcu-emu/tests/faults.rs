@@ -146,8 +146,17 @@ fn a_hang_stops_heartbeat_and_service_but_leaves_state_and_generation_for_the_wa
             .take_interrupt(qf_mcu_emu::ivshmem::VECTOR_STATE),
         "no state interrupt"
     );
+    let (sessions, stale) = (rig.board_stats().sessions, rig.board_stats().stale_kicks);
     linux.send(LINUX_EPT, CHANNEL_ADDR, &request(1));
+    wait_until("the kick to a hung MCU is ignored", || {
+        rig.board_stats().stale_kicks > stale
+    });
     assert!(linux.recv(QUIET).is_none(), "a hung MCU answers nothing");
+    assert_eq!(
+        rig.board_stats().sessions,
+        sessions,
+        "and starts no session"
+    );
     // restart recovers as from a crash
     rig.control.send(Command::Restart);
     wait_until("generation 2", || linux.control(control::GENERATION) == 2);

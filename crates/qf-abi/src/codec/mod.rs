@@ -48,7 +48,17 @@ use crate::{AbiError, Problem, Status, MAX_PAYLOAD_LEN};
 /// shapes fail with MALFORMED.
 pub fn encode_payload<T: Serialize + ?Sized>(value: &T, out: &mut [u8]) -> Result<usize, AbiError> {
     let capacity = out.len().min(MAX_PAYLOAD_LEN);
-    let (window, _) = out.split_at_mut(capacity);
+    // `capacity <= out.len()`; the checked split keeps a panic path out of MCU images.
+    let Some((window, _)) = out.split_at_mut_checked(capacity) else {
+        return Err(AbiError::new(
+            Status::ExecutionError,
+            0,
+            "payload",
+            Problem::OutputFull {
+                capacity: out.len(),
+            },
+        ));
+    };
     let mut serializer = WireSerializer::new(postcard::ser_flavors::Slice::new(window));
     if value.serialize(&mut serializer).is_err() {
         let error = serializer.error();

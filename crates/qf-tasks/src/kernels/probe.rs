@@ -16,12 +16,13 @@ use crate::kernels::crc32::crc32_of;
 /// never through a frame, whose decoder rejects them) is answered `accepted: false, checksum: 0`.
 pub fn abi_probe(request: &ProbeRequest) -> ProbeResponse {
     let mut encoded = [0u8; ProbeRequest::WIRE_SIZE];
-    match qf_abi::encode_payload(request, &mut encoded) {
-        Ok(len) => ProbeResponse {
+    let written = qf_abi::encode_payload(request, &mut encoded).ok();
+    match written.and_then(|len| encoded.get(..len)) {
+        Some(bytes) => ProbeResponse {
             accepted: request.enabled,
-            checksum: crc32_of(&encoded[..len]),
+            checksum: crc32_of(bytes),
         },
-        Err(_) => ProbeResponse {
+        None => ProbeResponse {
             accepted: false,
             checksum: 0,
         },

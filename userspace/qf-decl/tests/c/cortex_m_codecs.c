@@ -1,5 +1,5 @@
 /* Instantiates every generated codec of crates/qf-tasks/qtasks.toml as an MCU would use it, so
- * scripts/test.d/30-abi-c-header can compile the generated header for a bare Cortex-M33
+ * scripts/test.d/30-abi can compile the generated header for a bare Cortex-M33
  * (freestanding, no libc) and report the code size. */
 #include "qtasks.h"
 

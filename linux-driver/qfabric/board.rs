@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The virtual board's shared-memory contract (`docs/virtual-board.md`, layout version 2) as
+//! seen from Linux: where things are in BAR2, what the control block's fields mean, and the
+//! checks that decide whether the MCU has published a usable resource table.
+
+use super::shm::Shm;
+
+/// "QFSH", little-endian.
+pub const MAGIC: u32 = 0x4853_4651;
+pub const LAYOUT_VERSION: u32 = 2;
+
+/// Shared-memory layout (offsets into BAR2).
+pub const CONTROL_OFFSET: usize = 0x0;
+pub const RSC_TABLE_SLOT: usize = 0x1000;
+pub const RSC_TABLE_SLOT_LEN: usize = 0x1000;
+pub const VRING0_OFFSET: usize = 0x1_0000;
+pub const VRING1_OFFSET: usize = 0x2_0000;
+pub const VRING_SLOT_LEN: usize = 0x1_0000;
+pub const BUFFER_OFFSET: usize = 0x10_0000;
+pub const BUFFER_LEN: usize = 0x10_0000;
+/// BAR2 must hold at least everything above; the driver maps `[0, BUFFER_OFFSET)` itself and
+/// leaves the buffer area to `dma_declare_coherent_memory`.
+pub const MIN_SHM_LEN: usize = BUFFER_OFFSET + BUFFER_LEN;
+/// Device addresses the MCU uses are `DA_BASE + offset`.
+pub const DA_BASE: u32 = 0x1000_0000;
+
+/// Control block fields (byte offsets).
+pub mod field {
+    pub const MAGIC: usize = 0;
+    pub const LAYOUT_VERSION: usize = 4;
+    pub const MCU_STATE: usize = 8;
+    pub const GENERATION: usize = 12;
+    pub const HEARTBEAT: usize = 16;
+    pub const RSC_TABLE_OFFSET: usize = 20;
+    pub const RSC_TABLE_SIZE: usize = 24;
+    pub const LINUX_STATE: usize = 28;
+    pub const ATTACHED_GENERATION: usize = 32;
+    pub const ATTACH_COUNT: usize = 36;
+    pub const KICK_TAG: usize = 40;
+    pub const BAR2_PA: usize = 48;
+    pub const HEARTBEAT_PERIOD_US: usize = 56;
+}
+
+/// `mcu_state` values.
+pub const MCU_OFFLINE: u32 = 0;
+pub const MCU_BOOTING: u32 = 1;
+pub const MCU_RUNNING: u32 = 2;
+pub const MCU_CRASHED: u32 = 3;
+
+/// `linux_state` values.
+pub const LINUX_DETACHED: u32 = 0;
+pub const LINUX_ATTACHED: u32 = 1;
+
+/// ivshmem BAR0 registers (QEMU `docs/specs/ivshmem-spec.rst`).
+pub const REG_IV_POSITION: usize = 8;
+pub const REG_DOORBELL: usize = 12;
+/// The MCU emulator's ivshmem peer id.
+pub const MCU_PEER: u32 = 0;
+/// MSI-X / doorbell vectors.
+pub const VECTOR_VRING: u32 = 0;
+pub const VECTOR_STATE: u32 = 1;
+pub const VECTORS: u32 = 2;
+
+/// The doorbell value that rings `vector` of the MCU.
+pub const fn doorbell(vector: u32) -> u32 {
+    (MCU_PEER << 16) | vector
+}
+
+/// One snapshot of the fields the MCU writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct McuStatus {
+    pub magic: u32,
+    pub layout_version: u32,
+    pub mcu_state: u32,
+    pub generation: u32,
+    pub heartbeat: u32,
+}
+
+/// Why the MCU's resource table cannot be used (yet).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum NotReady {
+    NoMagic(u32),
+    WrongLayout(u32),
+    State(u32),
+    BadTable { offset: u32, size: u32 },
+}
+
+/// The control block in shared memory.
+pub struct ControlBlock<'a> {
+    shm: &'a Shm,
+}
+
+impl<'a> ControlBlock<'a> {
+    pub fn new(shm: &'a Shm) -> Self {
+        Self { shm }
+    }
+
+    fn read(&self, field: usize) -> u32 {
+        // The window is at least `MIN_SHM_LEN - BUFFER_LEN` long (checked at probe), so every
+        // control field is in range; 0 is what a wiped block reads as anyway.
+        self.shm.read_u32(CONTROL_OFFSET + field).unwrap_or(0)
+    }
+
+    fn write(&self, field: usize, value: u32) {
+        // In range for the same reason as `read`.
+        let _ = self.shm.write_u32(CONTROL_OFFSET + field, value);
+    }
+
+    pub fn status(&self) -> McuStatus {
+        McuStatus {
+            magic: self.read(field::MAGIC),
+            layout_version: self.read(field::LAYOUT_VERSION),
+            mcu_state: self.read(field::MCU_STATE),
+            generation: self.read(field::GENERATION),
+            heartbeat: self.read(field::HEARTBEAT),
+        }
+    }
+
+    /// The published resource table `(offset, size)`, if the MCU is running with a layout we
+    /// understand and the table lies inside its slot.
+    pub fn resource_table(&self) -> core::result::Result<(usize, usize), NotReady> {
+        let s = self.status();
+        if s.magic != MAGIC {
+            return Err(NotReady::NoMagic(s.magic));
+        }
+        if s.layout_version != LAYOUT_VERSION {
+            return Err(NotReady::WrongLayout(s.layout_version));
+        }
+        if s.mcu_state != MCU_RUNNING {
+            return Err(NotReady::State(s.mcu_state));
+        }
+        let offset = self.read(field::RSC_TABLE_OFFSET);
+        let size = self.read(field::RSC_TABLE_SIZE);
+        let (o, n) = (offset as usize, size as usize);
+        // struct resource_table's header is 16 bytes; the table must stay in its 4 KiB slot.
+        if o < RSC_TABLE_SLOT || n < 16 || o + n > RSC_TABLE_SLOT + RSC_TABLE_SLOT_LEN {
+            return Err(NotReady::BadTable { offset, size });
+        }
+        Ok((o, n))
+    }
+
+    /// `ops->attach`'s announcement, in the contract's order: `bar2_pa`, then the generation,
+    /// then the attach counter, then `linux_state`, with barriers so the MCU never sees the
+    /// counter before the address. Returns the new attach count.
+    pub fn announce_attach(&self, bar2_pa: u64, generation: u32) -> u32 {
+        let _ = self.shm.write_u64(CONTROL_OFFSET + field::BAR2_PA, bar2_pa);
+        super::full_barrier();
+        self.write(field::ATTACHED_GENERATION, generation);
+        let count = self.read(field::ATTACH_COUNT).wrapping_add(1);
+        self.write(field::ATTACH_COUNT, count);
+        self.write(field::LINUX_STATE, LINUX_ATTACHED);
+        super::full_barrier();
+        count
+    }
+
+    pub fn announce_detach(&self) {
+        self.write(field::LINUX_STATE, LINUX_DETACHED);
+        super::full_barrier();
+    }
+
+    /// Tags the next doorbell with the attach count of the vrings it is about.
+    pub fn tag_kick(&self, attach_count: u32) {
+        self.write(field::KICK_TAG, attach_count);
+        super::full_barrier();
+    }
+}

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0
+//! qfabric's safe layer over the raw Linux 6.12 bindings.
+//!
+//! Linux 6.12's Rust has no abstractions for PCI, interrupts, kernel threads, remoteproc or
+//! rpmsg (they start in 6.13). The kernel patch in `kernel-patches/linux/` exposes the C headers
+//! to bindgen; this module wraps the few calls the qfabric kernel modules make, so that the
+//! `unsafe` stays here, each block with the invariant that makes it sound, and the drivers read
+//! as ordinary Rust. Every module of ours includes this directory (`mod qfabric;`); a module
+//! uses only part of it, hence the `dead_code` allowance.
+// Items are `pub` for the including module; `unreachable_pub` would ask for `pub(crate)`.
+#![allow(dead_code, unreachable_pub)]
+
+pub mod board;
+pub mod irq;
+pub mod kthread;
+pub mod pci;
+pub mod rproc;
+pub mod shm;
+
+use kernel::error::{Error, Result};
+
+/// `IS_ERR`/`PTR_ERR` for pointers returned by C: the top 4095 addresses encode `-errno`.
+pub fn from_err_ptr<T>(ptr: *mut T) -> Result<*mut T> {
+    let value = ptr as isize;
+    if (-4095..0).contains(&value) {
+        Err(Error::from_errno(value as kernel::ffi::c_int))
+    } else {
+        Ok(ptr)
+    }
+}
+
+/// `ERR_PTR(-errno)`: what C callbacks return to say "failed with this error".
+pub fn err_ptr<T>(error: Error) -> *mut T {
+    error.to_errno() as isize as *mut T
+}
+
+/// Monotonic time in nanoseconds (`ktime_get`).
+pub fn now_ns() -> i64 {
+    // SAFETY: `ktime_get` has no preconditions; it may be called from any context.
+    unsafe { kernel::bindings::ktime_get() }
+}
+
+/// Sleeps for about `ms` milliseconds (`msleep`); may only be called where sleeping is allowed,
+/// which every caller in these modules (probe, remoteproc ops, kernel threads) is.
+pub fn sleep_ms(ms: u32) {
+    // SAFETY: `msleep` only sleeps; all callers run in process context.
+    unsafe { kernel::bindings::msleep(ms) }
+}
+
+/// A full memory barrier: orders our writes to shared memory before the doorbell or before
+/// the next field the remote polls (the C drivers' `wmb()`/`mb()`).
+pub fn full_barrier() {
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+}

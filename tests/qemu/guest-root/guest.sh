@@ -1,0 +1,114 @@
+#!/bin/sh
+# The checks run inside the guest. Protocol with tests/qemu/run (read from the serial console):
+#   QFTEST PLAN n             number of checks that follow
+#   QFTEST PASS|FAIL name ... one line per check
+#   QFHOST command            asks the harness to send `command` to the emulator's control socket
+#   QFTEST DONE               the guest finished (then it powers off)
+set -u
+pass() { echo "QFTEST PASS $1 ${2:-}"; }
+fail() { echo "QFTEST FAIL $1 ${2:-}"; }
+# check NAME COMMAND...: PASS with the command's last output line, FAIL with its last lines.
+check() {
+  name=$1; shift
+  if out=$("$@" 2>&1); then pass "$name" "$(echo "$out" | tail -n 1)"
+  else fail "$name" "$(echo "$out" | tail -n 3 | tr '\n' ' ')"; fi
+}
+# wait_for SECONDS COMMAND...: until the command succeeds, polling every 100 ms.
+wait_for() {
+  limit=$(( $1 * 10 )); shift; i=0
+  while [ $i -lt $limit ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; i=$((i + 1)); done
+  return 1
+}
+host() { echo "QFHOST $*"; }
+rproc_state() { cat /sys/class/remoteproc/remoteproc0/state 2>/dev/null; }
+attached() { [ "$(rproc_state)" = attached ]; }
+channel() { ls /sys/bus/rpmsg/devices/ 2>/dev/null | grep -q '\.qfabric\.'; }
+no_channel() { ! channel; }
+ctrl_dev() { ls /dev/rpmsg_ctrl* >/dev/null 2>&1; }
+dmesg_has() { dmesg | grep -q "$1"; }
+count_dmesg() { dmesg | grep -c "$1"; }
+qfg=/bin/qf-board-guest
+
+# crash_and_recover NAME FAULT GENERATION EPOCH: traffic running, the host injects FAULT
+# (`crash`: the MCU publishes crashed; `hang`: only its heartbeat stops), the watchdog must
+# report a crash, the traffic program must notice, and after the host restarts the MCU the
+# driver must re-attach to GENERATION and traffic must flow again.
+crash_and_recover() {
+  name=$1 fault=$2 generation=$3 epoch=$4
+  crashes_before=$(count_dmesg 'crash detected in')
+  $qfg frames --count 1000000 --epoch "$epoch" >/tmp/bg.log 2>&1 &
+  bg=$!
+  sleep 2
+  host "$fault"
+  if wait_for 30 sh -c "[ \$(dmesg | grep -c 'crash detected in') -gt $crashes_before ]"; then
+    pass "$name-reported" "$(dmesg | grep -E 'watchdog:|crash detected' | tail -n 2 | tr '\n' ' ')"
+  else fail "$name-reported" "no new 'crash detected' in dmesg"; fi
+  wait "$bg"; bg_status=$?
+  if [ "$bg_status" -ne 0 ]; then pass "$name-traffic-interrupted" "$(tail -n 1 /tmp/bg.log)"
+  else fail "$name-traffic-interrupted" "traffic program did not notice: $(tail -n 1 /tmp/bg.log)"; fi
+  host restart
+  if wait_for 120 sh -c "dmesg | grep -q 'attached to MCU generation $generation '" && wait_for 30 attached; then
+    pass "$name-recovered" "$(dmesg | grep 'attached to MCU' | tail -n 1)"
+  else fail "$name-recovered" "state $(rproc_state); $(dmesg | grep -E 'qfabric|remoteproc' | tail -n 3 | tr '\n' ' ')"; fi
+  wait_for 60 channel && wait_for 10 ctrl_dev
+  check "$name-traffic-resumes" $qfg frames --count 1000 --epoch $((epoch + 1))
+}
+
+echo "QFTEST PLAN 26"
+
+# The MCU is not running yet (crashed before Linux looks): the driver binds, maps, waits.
+host crash
+sleep 3 # the harness polls the console every 200 ms
+check module-load insmod /qfabric_rproc.ko
+check probe sh -c 'ls -d /sys/bus/pci/drivers/qfabric_rproc/0000:* && dmesg | grep "qfabric_rproc: ivshmem peer 1"'
+sleep 2
+if dmesg | grep -q 'waiting for the MCU.s resource table: State(3)' && [ ! -e /sys/class/remoteproc/remoteproc0 ]; then
+  pass waits-for-mcu "$(dmesg | grep 'waiting for the MCU' | tail -n 1)"
+else fail waits-for-mcu "$(dmesg | grep qfabric | tail -n 2 | tr '\n' ' ')"; fi
+host restart
+
+# Attach and name service once the MCU runs (generation 2).
+if wait_for 120 attached; then pass attach "remoteproc0: $(rproc_state); $(dmesg | grep 'attached to MCU' | tail -n 1)"
+else fail attach "state: $(rproc_state)"; fi
+if wait_for 60 channel; then pass name-service "$(ls /sys/bus/rpmsg/devices | tr '\n' ' ')"
+else fail name-service "rpmsg devices: $(ls /sys/bus/rpmsg/devices | tr '\n' ' ')"; fi
+if wait_for 10 ctrl_dev; then pass rpmsg-ctrl "$(ls /dev/rpmsg_ctrl*)"; else fail rpmsg-ctrl "no /dev/rpmsg_ctrl*"; fi
+
+# rpmsg_char traffic.
+check frames-10000 $qfg frames --count 10000 --epoch 1
+check sizes $qfg sizes --epoch 2
+check latency-10000 $qfg latency --count 10000 --epoch 3
+
+# MCU crash in the middle of traffic (state published), then a hang (heartbeat only): two
+# recoveries in one boot.
+crash_and_recover crash crash 3 10
+crash_and_recover hang hang 4 20
+
+# Unload while recovery waits for a hung MCU: remove must end the wait, shut the rproc down
+# and leave nothing behind; after the MCU restarts, a fresh load attaches (generation 5).
+crashes_before=$(count_dmesg 'crash detected in')
+host hang
+if wait_for 30 sh -c "[ \$(dmesg | grep -c 'crash detected in') -gt $crashes_before ]" &&
+  timeout 60 rmmod qfabric_rproc && [ ! -e /sys/class/remoteproc/remoteproc0 ] && no_channel; then
+  pass unload-while-mcu-down "$(dmesg | grep -E 'attach abandoned|removed' | tail -n 2 | tr '\n' ' ')"
+else fail unload-while-mcu-down "$(dmesg | grep -E 'qfabric|remoteproc' | tail -n 3 | tr '\n' ' ')"; fi
+host restart
+sleep 1
+check load-after-mcu-down insmod /qfabric_rproc.ko
+if wait_for 120 sh -c "dmesg | grep -q 'attached to MCU generation 5 '" && wait_for 60 channel && wait_for 10 ctrl_dev; then
+  pass reattach-after-mcu-down "$(dmesg | grep 'attached to MCU' | tail -n 1)"
+else fail reattach-after-mcu-down "state $(rproc_state)"; fi
+
+# Module unload and reload with traffic stopped.
+check module-unload rmmod qfabric_rproc
+if [ ! -e /sys/class/remoteproc/remoteproc0 ] && no_channel; then pass unload-clean "no remoteproc, no rpmsg channel"
+else fail unload-clean "left: $(ls /sys/class/remoteproc /sys/bus/rpmsg/devices 2>&1 | tr '\n' ' ')"; fi
+check module-reload insmod /qfabric_rproc.ko
+if wait_for 120 attached && wait_for 60 channel && wait_for 10 ctrl_dev; then
+  pass reattach "$(dmesg | grep 'attached to MCU' | tail -n 1)"
+else fail reattach "state $(rproc_state)"; fi
+check traffic-after-reload $qfg frames --count 1000 --epoch 30
+check final-unload rmmod qfabric_rproc
+
+echo "QFTEST DONE"
+poweroff -f

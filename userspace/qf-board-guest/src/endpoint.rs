@@ -1,0 +1,146 @@
+//! An rpmsg endpoint to the MCU's `qfabric` channel through Linux's `rpmsg_char`
+//! (`/dev/rpmsg_ctrlN` creates it, `/dev/rpmsgN` carries it).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+/// The MCU's `qfabric` endpoint address (docs/virtual-board.md, "rpmsg").
+pub const MCU_ADDR: u32 = 0x400;
+/// `RPMSG_ADDR_ANY`: let the kernel pick our address.
+const ADDR_ANY: u32 = 0xffff_ffff;
+/// `include/uapi/linux/rpmsg.h`: `_IOW(0xb5, 0x1, struct rpmsg_endpoint_info)`, 40 bytes.
+const RPMSG_CREATE_EPT_IOCTL: u64 = (1 << 30) | (40 << 16) | (0xb5 << 8) | 0x1;
+/// `_IO(0xb5, 0x2)`.
+const RPMSG_DESTROY_EPT_IOCTL: u64 = (0xb5 << 8) | 0x2;
+
+#[repr(C)]
+struct EndpointInfo {
+    name: [u8; 32],
+    src: u32,
+    dst: u32,
+}
+
+pub struct Endpoint {
+    file: File,
+    pub path: PathBuf,
+}
+
+impl Endpoint {
+    /// Creates an endpoint named `qfabric` to [`MCU_ADDR`] and opens its `/dev/rpmsgN`.
+    pub fn open_qfabric() -> Result<Endpoint> {
+        // After a crash recovery the control device is a new one: take whichever exists.
+        let ctrl_path = std::fs::read_dir("/dev")
+            .context("read /dev")?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("rpmsg_ctrl"))
+            })
+            .context("no /dev/rpmsg_ctrl*")?;
+        let ctrl = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&ctrl_path)
+            .with_context(|| format!("open {}", ctrl_path.display()))?;
+        let before = eptdevs()?;
+        let mut info = EndpointInfo {
+            name: [0; 32],
+            src: ADDR_ANY,
+            dst: MCU_ADDR,
+        };
+        info.name[..7].copy_from_slice(b"qfabric");
+        // SAFETY: the ioctl reads a `struct rpmsg_endpoint_info`, which `EndpointInfo` mirrors.
+        let rc = unsafe { libc::ioctl(ctrl.as_raw_fd(), RPMSG_CREATE_EPT_IOCTL as _, &info) };
+        if rc != 0 {
+            bail!(
+                "RPMSG_CREATE_EPT_IOCTL: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        // The new eptdev is the one that was not there before; devtmpfs creates its node.
+        let name = eptdevs()?
+            .into_iter()
+            .find(|n| !before.contains(n))
+            .context("no new /sys/class/rpmsg/rpmsgN after RPMSG_CREATE_EPT_IOCTL")?;
+        let path = PathBuf::from("/dev").join(&name);
+        for _ in 0..100 {
+            if path.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("open {}", path.display()))?;
+        Ok(Endpoint { file, path })
+    }
+
+    /// Sends one message (one rpmsg buffer).
+    pub fn send(&mut self, message: &[u8]) -> std::io::Result<()> {
+        let n = self.file.write(message)?;
+        if n != message.len() {
+            return Err(std::io::Error::other(format!(
+                "short write {n}/{}",
+                message.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Receives one message, waiting at most `timeout`.
+    pub fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize> {
+        let mut pfd = libc::pollfd {
+            fd: self.file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as libc::c_int) };
+        if rc < 0 {
+            bail!(
+                "poll {}: {}",
+                self.path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        if rc == 0 {
+            bail!("no reply within {} ms", timeout.as_millis());
+        }
+        self.file
+            .read(buf)
+            .with_context(|| format!("read {}", self.path.display()))
+    }
+
+    /// Destroys the endpoint (its /dev node goes away).
+    pub fn destroy(self) -> Result<()> {
+        // SAFETY: a plain ioctl without argument on our open endpoint.
+        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), RPMSG_DESTROY_EPT_IOCTL as _) };
+        if rc != 0 {
+            bail!(
+                "RPMSG_DESTROY_EPT_IOCTL: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Names of the current endpoint devices (`rpmsgN`, not `rpmsg_ctrlN`).
+fn eptdevs() -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir("/sys/class/rpmsg").context("read /sys/class/rpmsg")? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name.starts_with("rpmsg") && !name.starts_with("rpmsg_ctrl") {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}

@@ -1,0 +1,191 @@
+//! The traffic checks: many frames, every message size, round-trip latency. Each request's
+//! expected reply is what `qf_tasks::serve` answers locally with a mirror of the MCU's replay
+//! windows (fresh at a new epoch, as on the MCU).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use qf_abi::{encode_frame, encode_frame_raw, Header, HEADER_LEN, MAX_FRAME_LEN};
+use qf_tasks::{serve, AddRequest, Crc32Request, FirRequest, Replay, Task};
+
+use crate::endpoint::Endpoint;
+
+/// Largest rpmsg payload with Linux 6.12's 512-byte buffers (512 - 16-byte rpmsg header).
+pub const RPMSG_MAX_PAYLOAD: usize = 496;
+const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// xorshift64*: reproducible request contents without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// The MCU's expected behaviour, computed here.
+struct Mirror {
+    replay: Replay,
+    epoch: u32,
+    next_invocation: u64,
+    rng: Rng,
+}
+
+impl Mirror {
+    fn new(epoch: u32) -> Mirror {
+        Mirror {
+            replay: Replay::new(),
+            epoch,
+            next_invocation: 1,
+            rng: Rng(0x9e37_79b9_7f4a_7c15 ^ epoch as u64),
+        }
+    }
+
+    fn header(&mut self, task: Task) -> Header {
+        let id = self.next_invocation;
+        self.next_invocation += 1;
+        Header::request(task.id(), task.effect(), id, self.epoch)
+    }
+
+    /// A valid request for a task chosen by `i`, encoded into `out`.
+    fn request(&mut self, i: u64, out: &mut [u8; MAX_FRAME_LEN]) -> Result<usize> {
+        let task = [Task::Add, Task::Crc32, Task::FirX1][(i % 3) as usize];
+        let header = self.header(task);
+        let len = match task {
+            Task::Add => {
+                let r = self.rng.next();
+                encode_frame(
+                    &header,
+                    &AddRequest {
+                        a: r as i32,
+                        b: (r >> 32) as i32,
+                    },
+                    out,
+                )
+            }
+            Task::Crc32 => {
+                let mut block = [0u8; 64];
+                block.iter_mut().for_each(|b| *b = self.rng.next() as u8);
+                encode_frame(&header, &Crc32Request { block }, out)
+            }
+            _ => {
+                let mut samples = [0i16; 32];
+                samples.iter_mut().for_each(|s| *s = self.rng.next() as i16);
+                encode_frame(&header, &FirRequest { samples }, out)
+            }
+        };
+        len.map_err(|e| anyhow::anyhow!("encode request: {e:?}"))
+    }
+
+    /// What the MCU must answer to `request`.
+    fn expect(&mut self, request: &[u8], out: &mut [u8; MAX_FRAME_LEN]) -> Result<usize> {
+        let clock = || 0u64;
+        let served = serve(request, out, &clock, &mut self.replay)
+            .map_err(|e| anyhow::anyhow!("local serve: {e:?}"))?;
+        Ok(served.len)
+    }
+}
+
+/// Sends `request` and checks the reply; returns the round-trip time.
+fn exchange(
+    ep: &mut Endpoint,
+    mirror: &mut Mirror,
+    request: &[u8],
+    what: &str,
+) -> Result<Duration> {
+    let mut expected = [0u8; MAX_FRAME_LEN];
+    let expected_len = mirror.expect(request, &mut expected)?;
+    let mut reply = [0u8; MAX_FRAME_LEN];
+    let start = Instant::now();
+    ep.send(request)
+        .with_context(|| format!("{what}: send {} bytes", request.len()))?;
+    let n = ep
+        .recv(&mut reply, REPLY_TIMEOUT)
+        .with_context(|| format!("{what}: reply"))?;
+    let rtt = start.elapsed();
+    if reply[..n] != expected[..expected_len] {
+        bail!(
+            "{what}: reply differs from qf_tasks::serve: got {n} bytes {:02x?}, expected {expected_len} bytes {:02x?}",
+            &reply[..n.min(48)],
+            &expected[..expected_len.min(48)]
+        );
+    }
+    Ok(rtt)
+}
+
+/// `count` valid requests over three tasks, every reply compared with the local dispatcher.
+pub fn frames(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
+    let mut mirror = Mirror::new(epoch);
+    let mut request = [0u8; MAX_FRAME_LEN];
+    for i in 0..count {
+        let len = mirror.request(i, &mut request)?;
+        exchange(ep, &mut mirror, &request[..len], &format!("frame {i}"))?;
+    }
+    println!("frames: {count}/{count} replies identical to qf_tasks::serve (add, crc32, fir_x1; epoch {epoch})");
+    Ok(())
+}
+
+/// Every message length from 1 to the rpmsg limit (valid headers, arbitrary payloads: the MCU
+/// must answer exactly what the dispatcher says, usually a rejection), then one byte more,
+/// which `rpmsg_char` must refuse with EMSGSIZE, then a normal frame to show nothing broke.
+pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
+    let mut mirror = Mirror::new(epoch);
+    let mut frame = [0u8; MAX_FRAME_LEN];
+    for len in 1..=RPMSG_MAX_PAYLOAD {
+        let header = mirror.header(Task::Crc32);
+        let payload: Vec<u8> = (0..len.saturating_sub(HEADER_LEN))
+            .map(|_| mirror.rng.next() as u8)
+            .collect();
+        let full = encode_frame_raw(&header, &payload, &mut frame)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let message = &frame[..full.min(len)];
+        exchange(ep, &mut mirror, message, &format!("size {len}"))?;
+    }
+    let oversize = vec![0u8; RPMSG_MAX_PAYLOAD + 1];
+    match ep.send(&oversize) {
+        Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {}
+        Err(e) => bail!(
+            "oversize ({} bytes): expected EMSGSIZE, got {e}",
+            oversize.len()
+        ),
+        Ok(()) => bail!("oversize ({} bytes) was accepted", oversize.len()),
+    }
+    let len = mirror.request(0, &mut frame)?;
+    exchange(ep, &mut mirror, &frame[..len], "frame after oversize")?;
+    println!(
+        "sizes: every length 1..={RPMSG_MAX_PAYLOAD} answered as qf_tasks::serve does; {} bytes refused with EMSGSIZE; traffic continues",
+        RPMSG_MAX_PAYLOAD + 1
+    );
+    Ok(())
+}
+
+/// Round trips of a minimal frame (`add`), percentiles of the round-trip time.
+pub fn latency(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
+    let mut mirror = Mirror::new(epoch);
+    let mut request = [0u8; MAX_FRAME_LEN];
+    let mut rtts = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let len = mirror.request(0, &mut request)?;
+        rtts.push(exchange(
+            ep,
+            &mut mirror,
+            &request[..len],
+            &format!("call {i}"),
+        )?);
+    }
+    if rtts.is_empty() {
+        bail!("--count 0: nothing measured");
+    }
+    rtts.sort();
+    let pct = |p: usize| rtts[(rtts.len() * p / 100).min(rtts.len() - 1)].as_micros();
+    println!(
+        "latency: add round trip over {count} calls: p50 {} us, p95 {} us, p99 {} us, max {} us (QEMU TCG guest + emulator process on the host: not board timings)",
+        pct(50),
+        pct(95),
+        pct(99),
+        rtts[rtts.len() - 1].as_micros()
+    );
+    Ok(())
+}
