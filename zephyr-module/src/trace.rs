@@ -1,6 +1,6 @@
 //! The scheduling event ring, read from C: one event at a time (`qf_trace_pop`) or all of them
 //! printed as CSV (`qf_trace_dump`) in the format of `qf sim --events`:
-//! `time,thread,event,budget,deadline` with times in kernel ticks and thread = pool slot.
+//! `time,task,event,budget,deadline` with times in kernel ticks and task = pool slot.
 
 use core::ffi::{c_char, c_int};
 use core::fmt::Write;
@@ -11,7 +11,7 @@ use crate::port::{self, Line};
 use crate::state::with_state;
 
 /// The CSV header line.
-const HEADER: &str = "time,thread,event,budget,deadline\n";
+const HEADER: &str = "time,task,event,budget,deadline\n";
 
 /// `struct qf_event` in include/qfabric/qfabric.h.
 #[repr(C)]
