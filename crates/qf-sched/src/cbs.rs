@@ -1,7 +1,7 @@
 //! The Constant Bandwidth Server's arithmetic (Abeni & Buttazzo), as pure functions over
 //! integers: the replenishment condition checked at each job arrival, the postponement on
-//! budget exhaustion and the charge for time run. Products are widened to `u128`, so no input
-//! can overflow; sums saturate.
+//! budget exhaustion and the charge for time run. Products that overflow `u64` are redone in
+//! `u128`, so no input can overflow; sums saturate.
 
 /// The server state one thread's CBS carries between jobs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
@@ -35,9 +35,17 @@ impl Server {
         self.budget = self.budget.min(self.budget_max);
         let replenish = match self.deadline.checked_sub(release) {
             None | Some(0) => true,
-            Some(laxity) => {
-                self.budget as u128 * period as u128 >= laxity as u128 * self.budget_max as u128
-            }
+            // Both products fit in u64 for realistic values; widening to u128 (a multi-word
+            // multiply on 32-bit MCUs) is only needed when one overflows.
+            Some(laxity) => match (
+                self.budget.checked_mul(period),
+                laxity.checked_mul(self.budget_max),
+            ) {
+                (Some(left), Some(right)) => left >= right,
+                _ => {
+                    self.budget as u128 * period as u128 >= laxity as u128 * self.budget_max as u128
+                }
+            },
         };
         if replenish {
             self.deadline = release.saturating_add(period);
@@ -115,7 +123,23 @@ mod tests {
         assert_eq!((cbs.budget, cbs.deadline), (3, 19));
     }
 
+    /// Values whose products fit in u64 as often as ones that overflow it.
+    fn small_or_any() -> impl Strategy<Value = u64> {
+        prop_oneof![0u64..1_000_000, any::<u64>()]
+    }
+
     proptest! {
+        #[test]
+        fn replenishment_condition_is_the_exact_inequality(q in small_or_any(), c in small_or_any(),
+                                                           d in small_or_any(), r in small_or_any(),
+                                                           t in small_or_any()) {
+            // Whether or not the u64 products overflow, the decision is c·T ≥ (d − r)·Q
+            // evaluated without overflow.
+            let exact = d <= r || (c.min(q) as u128) * (t as u128) >= ((d - r) as u128) * (q as u128);
+            let mut cbs = server(q, c, d);
+            prop_assert_eq!(cbs.arrive(r, t), exact);
+        }
+
         #[test]
         fn arithmetic_never_overflows(q in any::<u64>(), c in any::<u64>(), d in any::<u64>(),
                                       r in any::<u64>(), t in any::<u64>(), ran in any::<u64>()) {

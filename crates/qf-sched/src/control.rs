@@ -153,6 +153,7 @@ impl ControlBlock {
         }
     }
 
+    #[inline]
     fn record<const E: usize>(
         &self,
         ring: &mut EventRing<E>,
@@ -170,6 +171,7 @@ impl ControlBlock {
     }
 
     /// Stops the budget clock, charging the time run since it started. Returns whether it ran.
+    #[inline]
     fn pause_budget(&mut self, now: u64) -> bool {
         match self.budget_running_since.take() {
             Some(since) => {
@@ -182,6 +184,7 @@ impl ControlBlock {
 
     /// Ends the current cycle at `now`: the CBS job ends (budget charged, clock stopped) and
     /// the deadline-miss check is dropped so no false miss fires.
+    #[inline]
     pub(crate) fn end_cycle<const E: usize>(
         &mut self,
         ring: &mut EventRing<E>,
@@ -199,6 +202,7 @@ impl ControlBlock {
 
     /// Starts a cycle released at `release` with relative deadline `rel` (Figure 1's upper
     /// path): CBS arrival rule, new absolute deadline, deadline-miss check, budget clock.
+    #[inline]
     pub(crate) fn start_cycle<K: Kernel, const E: usize>(
         &mut self,
         kernel: &mut K,
@@ -237,6 +241,7 @@ impl ControlBlock {
     }
 
     /// Starts the budget clock if this thread has a CBS job released and is not throttled.
+    #[inline]
     fn resume_budget<K: Kernel, const E: usize>(
         &mut self,
         kernel: &mut K,
@@ -260,6 +265,7 @@ impl ControlBlock {
     }
 
     /// SWT_TO: the thread got the CPU.
+    #[inline]
     pub(crate) fn switched_in<K: Kernel, const E: usize>(
         &mut self,
         kernel: &mut K,
@@ -283,6 +289,7 @@ impl ControlBlock {
     }
 
     /// SWT_AY: the thread lost the CPU.
+    #[inline]
     pub(crate) fn switched_out<K: Kernel, const E: usize>(
         &mut self,
         kernel: &mut K,
@@ -298,6 +305,7 @@ impl ControlBlock {
     }
 
     /// The thread's timer fired: check the deadline and the budget, then re-arm.
+    #[inline]
     pub(crate) fn timer_expired<K: Kernel, const E: usize>(
         &mut self,
         kernel: &mut K,
@@ -372,6 +380,7 @@ impl ControlBlock {
 
     /// Points the thread's one-shot timer at the earliest pending check, talking to the kernel
     /// only when that instant changes.
+    #[inline]
     pub(crate) fn rearm<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) {
         let miss = self.miss_at;
         let exhaustion = self

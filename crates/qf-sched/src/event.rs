@@ -79,13 +79,22 @@ const EMPTY: Event = Event {
 
 /// Fixed-capacity FIFO of events; overwrites the oldest when full. `N` may be 0 (tracing off:
 /// pushes only count as lost).
+///
+/// A push is on every scheduling hook's path, so it only stores the event and bumps one
+/// counter: the slot is `pushed % N` (a mask when `N` is a power of two, as the Zephyr and
+/// simulator rings are) and overwritten events are worked out from the counters when read,
+/// not counted at push time. The counters are 64-bit so they never wrap.
 #[derive(Clone, Debug)]
 pub struct EventRing<const N: usize> {
     slots: [Event; N],
-    /// Where the next event goes; the oldest waiting one is `len` slots before it.
-    next: usize,
-    len: usize,
-    lost: u64,
+    /// Events ever pushed; the next one goes to slot `pushed % N`.
+    pushed: u64,
+    /// Sequence number (count of pushes before it) of the oldest event not yet popped or
+    /// counted as lost. Waiting events are those from `max(oldest, pushed - N)` on.
+    oldest: u64,
+    /// Events overwritten before a pop skipped past them (the ones not yet skipped are
+    /// `pushed - oldest - N` when positive).
+    lost_skipped: u64,
 }
 
 impl<const N: usize> Default for EventRing<N> {
@@ -99,64 +108,86 @@ impl<const N: usize> EventRing<N> {
     pub const fn new() -> Self {
         Self {
             slots: [EMPTY; N],
-            next: 0,
-            len: 0,
-            lost: 0,
+            pushed: 0,
+            oldest: 0,
+            lost_skipped: 0,
         }
     }
 
     /// Appends `event`, overwriting the oldest one if the ring is full.
     #[inline]
     pub fn push(&mut self, event: Event) {
-        if let Some(slot) = self.slots.get_mut(self.next) {
+        // `checked_rem` is `None` only for `N == 0`, which then just counts the push.
+        if let Some(slot) = self
+            .pushed
+            .checked_rem(N as u64)
+            .and_then(|index| self.slots.get_mut(index as usize))
+        {
             *slot = event;
-            self.next = (self.next + 1) % N;
         }
-        if self.len < N {
-            self.len += 1;
-        } else {
-            self.lost = self.lost.wrapping_add(1);
-        }
+        self.pushed = self.pushed.wrapping_add(1);
+    }
+
+    /// Pushes not yet popped, including those overwritten since.
+    #[inline]
+    const fn unread(&self) -> u64 {
+        self.pushed.wrapping_sub(self.oldest)
+    }
+
+    /// Overwritten events not yet counted in `lost_skipped`.
+    #[inline]
+    const fn overwritten(&self) -> u64 {
+        self.unread().saturating_sub(N as u64)
     }
 
     /// Slot of the `i`-th oldest waiting event.
     #[inline]
-    fn slot(&self, i: usize) -> usize {
-        if N == 0 {
-            return 0;
-        }
-        (self.next + N - self.len + i) % N
+    fn slot(&self, i: usize) -> Option<&Event> {
+        let sequence = self
+            .pushed
+            .wrapping_sub(self.len() as u64)
+            .wrapping_add(i as u64);
+        let index = sequence.checked_rem(N as u64)?;
+        self.slots.get(index as usize)
     }
 
     /// Removes and returns the oldest event.
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        if self.len == 0 {
+        let overwritten = self.overwritten();
+        self.lost_skipped = self.lost_skipped.wrapping_add(overwritten);
+        self.oldest = self.oldest.wrapping_add(overwritten);
+        if self.len() == 0 {
             return None;
         }
-        let event = *self.slots.get(self.slot(0))?;
-        self.len -= 1;
+        let event = *self.slot(0)?;
+        self.oldest = self.oldest.wrapping_add(1);
         Some(event)
     }
 
     /// Number of events waiting.
     pub const fn len(&self) -> usize {
-        self.len
+        let unread = self.unread();
+        if unread < N as u64 {
+            unread as usize
+        } else {
+            N
+        }
     }
 
     /// True when no event is waiting.
     pub const fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Events overwritten (or dropped, for `N == 0`) because nobody drained the ring in time.
     pub const fn lost(&self) -> u64 {
-        self.lost
+        self.lost_skipped.wrapping_add(self.overwritten())
     }
 
     /// Iterates over the waiting events, oldest first, without removing them.
     pub fn iter(&self) -> impl Iterator<Item = &Event> + '_ {
-        (0..self.len).filter_map(move |i| self.slots.get(self.slot(i)))
+        (0..self.len()).filter_map(move |i| self.slot(i))
     }
 
     /// Removes every waiting event, oldest first.
@@ -183,6 +214,22 @@ mod tests {
         let times: [u64; 3] = core::array::from_fn(|_| ring.pop().map_or(99, |e| e.time));
         assert_eq!(times, [2, 3, 4]);
         assert!(ring.pop().is_none());
+    }
+
+    #[test]
+    fn losses_are_counted_across_pops_and_later_overwrites() {
+        let mut ring = EventRing::<3>::new();
+        for t in 0..5 {
+            ring.push(at(t));
+        }
+        assert_eq!(ring.pop().map(|e| e.time), Some(2));
+        assert_eq!((ring.len(), ring.lost()), (2, 2));
+        ring.push(at(5));
+        ring.push(at(6));
+        assert_eq!((ring.len(), ring.lost()), (3, 3));
+        let times: [u64; 3] = core::array::from_fn(|_| ring.pop().map_or(99, |e| e.time));
+        assert_eq!(times, [4, 5, 6]);
+        assert_eq!((ring.len(), ring.lost()), (0, 3));
     }
 
     #[test]

@@ -200,28 +200,18 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             self.slot(id)?;
             return Err(Error::ZeroDeadline);
         }
-        let bound = self.admission_bound;
-        let total = self.admitted_total;
         let Self {
-            threads, events, ..
+            threads,
+            events,
+            admission_bound,
+            admitted_total,
         } = self;
         let block = match threads.get_mut(id.index()) {
             Some(block) if block.attached => block,
             _ => return Err(Error::UnknownThread),
         };
-        if let Some(bound) = bound {
-            let requested = block.requested_bandwidth(rel);
-            let others = total.saturating_sub(block.admitted);
-            if others.saturating_add(requested) > bound {
-                let ppm = |b: Bandwidth| u32::try_from(b.ppm()).unwrap_or(u32::MAX);
-                return Err(Error::AdmissionRejected {
-                    requested_ppm: ppm(requested),
-                    others_ppm: ppm(others),
-                    bound_ppm: ppm(bound),
-                });
-            }
-            block.admitted = requested;
-            self.admitted_total = others.saturating_add(requested);
+        if let Some(bound) = *admission_bound {
+            *admitted_total = admit(block, rel, bound, *admitted_total)?;
         }
 
         let now = kernel.now();
@@ -303,10 +293,36 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// Runs the deadline-miss check (DEADLINE_MISS + callback) and the budget check (B_ROUT,
     /// or THROTTLE in hard-reservation mode, + overrun callback + reschedule request), then
     /// re-arms the timer. A stale or early expiry is harmless.
+    #[inline]
     pub fn timer_expired<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let now = kernel.now();
         let (block, events) = self.slot_and_trace(id)?;
         block.timer_expired(kernel, events, id, now);
         Ok(())
     }
+}
+
+/// Admission control for one `deadline_set`: the new total if the thread's bandwidth for
+/// relative deadline `rel` fits under `bound` (recording it in the block), else the refusal.
+/// Out of line on purpose: its 128-bit divisions would otherwise make every `deadline_set`
+/// save and restore registers even with admission control off.
+#[inline(never)]
+fn admit(
+    block: &mut ControlBlock,
+    rel: u64,
+    bound: Bandwidth,
+    total: Bandwidth,
+) -> Result<Bandwidth, Error> {
+    let requested = block.requested_bandwidth(rel);
+    let others = total.saturating_sub(block.admitted);
+    if others.saturating_add(requested) > bound {
+        let ppm = |b: Bandwidth| u32::try_from(b.ppm()).unwrap_or(u32::MAX);
+        return Err(Error::AdmissionRejected {
+            requested_ppm: ppm(requested),
+            others_ppm: ppm(others),
+            bound_ppm: ppm(bound),
+        });
+    }
+    block.admitted = requested;
+    Ok(others.saturating_add(requested))
 }
