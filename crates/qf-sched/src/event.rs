@@ -157,7 +157,7 @@ impl<const N: usize> EventRing<N> {
         let overwritten = self.overwritten();
         self.lost_skipped = self.lost_skipped.wrapping_add(overwritten);
         self.oldest = self.oldest.wrapping_add(overwritten);
-        if self.len() == 0 {
+        if self.is_empty() {
             return None;
         }
         let event = *self.slot(0)?;
