@@ -167,27 +167,8 @@ impl Header {
     /// if a request carries a non-OK status (the same rules [`Header::decode`] enforces, so
     /// every header this writes decodes again).
     pub fn encode(&self, payload_len: usize, out: &mut [u8; HEADER_LEN]) -> Result<(), AbiError> {
-        if payload_len > MAX_PAYLOAD_LEN {
-            return Err(AbiError::new(
-                Status::Oversized,
-                offset::PAYLOAD_LEN,
-                "payload_len",
-                Problem::TooLong {
-                    len: payload_len,
-                    max: MAX_PAYLOAD_LEN,
-                },
-            ));
-        }
-        if self.kind == MessageKind::Request && self.status != Status::Ok {
-            return Err(AbiError::new(
-                Status::Malformed,
-                offset::STATUS,
-                "status",
-                Problem::StatusOnRequest {
-                    found: self.status.code(),
-                },
-            ));
-        }
+        check_payload_len(payload_len)?;
+        check_status_for_kind(self.kind, self.status)?;
         // One array expression with constant indices: no runtime bounds checks, so no panic
         // path is compiled into the MCU image.
         let m = MAGIC;
@@ -267,27 +248,10 @@ impl Header {
                 Problem::UnknownCode { found: status_code },
             )
         })?;
-        if kind == MessageKind::Request && status != Status::Ok {
-            return Err(AbiError::new(
-                Status::Malformed,
-                offset::STATUS,
-                "status",
-                Problem::StatusOnRequest { found: status_code },
-            ));
-        }
+        check_status_for_kind(kind, status)?;
         let raw = RawFields::read(bytes);
         let payload_len = usize::from(raw.payload_len);
-        if payload_len > MAX_PAYLOAD_LEN {
-            return Err(AbiError::new(
-                Status::Oversized,
-                offset::PAYLOAD_LEN,
-                "payload_len",
-                Problem::TooLong {
-                    len: payload_len,
-                    max: MAX_PAYLOAD_LEN,
-                },
-            ));
-        }
+        check_payload_len(payload_len)?;
         let flags = raw.flags;
         if flags != 0 {
             return Err(AbiError::new(
@@ -338,4 +302,35 @@ impl RawFields {
             flags: u16::from_be_bytes([b[34], b[35]]),
         }
     }
+}
+
+/// The payload-length rule, shared by encode and decode: at most [`MAX_PAYLOAD_LEN`] bytes.
+fn check_payload_len(payload_len: usize) -> Result<(), AbiError> {
+    if payload_len > MAX_PAYLOAD_LEN {
+        return Err(AbiError::new(
+            Status::Oversized,
+            offset::PAYLOAD_LEN,
+            "payload_len",
+            Problem::TooLong {
+                len: payload_len,
+                max: MAX_PAYLOAD_LEN,
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// The status rule, shared by encode and decode: a request always carries OK.
+fn check_status_for_kind(kind: MessageKind, status: Status) -> Result<(), AbiError> {
+    if kind == MessageKind::Request && status != Status::Ok {
+        return Err(AbiError::new(
+            Status::Malformed,
+            offset::STATUS,
+            "status",
+            Problem::StatusOnRequest {
+                found: status.code(),
+            },
+        ));
+    }
+    Ok(())
 }
