@@ -7,8 +7,8 @@
 use core::cell::UnsafeCell;
 use core::ffi::c_int;
 
-use qf_abi::{header::offset, ReplayWindow, HEADER_LEN};
-use qf_tasks::{serve, Replay, Task};
+use qf_abi::{encode_frame_raw, header::offset, Header, ReplayWindow, HEADER_LEN};
+use qf_tasks::{serve, Clock, Replay, Task};
 
 use crate::executor_port::{self, CycleClock};
 use crate::port::{negative, Errno};
@@ -67,7 +67,10 @@ pub unsafe extern "C" fn qf_executor_serve(
     };
     // SAFETY: the caller lends `cap` writable bytes at `out`, apart from `req`.
     let out = unsafe { core::slice::from_raw_parts_mut(out, cap) };
-    let Some(result) = with_replay(|replay| serve(request, out, &CycleClock, replay)) else {
+    // Timed through `&dyn Clock`, like the chains' jobs, so both share one `serve` body per
+    // replay window size.
+    let clock: &dyn Clock = &CycleClock;
+    let Some(result) = with_replay(|replay| serve(request, out, clock, replay)) else {
         return negative(Errno::Busy);
     };
     // Only an output shorter than a header fails, and that was refused above.
@@ -100,4 +103,43 @@ pub extern "C" fn qf_executor_replay_reset() {
             *replay.window_mut(task) = ReplayWindow::new();
         }
     });
+}
+
+/// `qf_request_encode`: see include/qfabric/executor.h.
+///
+/// # Safety
+/// `payload` points to `payload_len` readable bytes (or is NULL with `payload_len` 0), `out` to
+/// `cap` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn qf_request_encode(
+    task_id: u32,
+    invocation_id: u64,
+    epoch: u32,
+    contract_id: u32,
+    payload: *const u8,
+    payload_len: usize,
+    out: *mut u8,
+    cap: usize,
+) -> c_int {
+    let Some(task) = Task::from_id(task_id) else {
+        return negative(Errno::Invalid);
+    };
+    if out.is_null() || (payload.is_null() && payload_len != 0) {
+        return negative(Errno::Invalid);
+    }
+    let payload: &[u8] = if payload.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller lends `payload_len` readable bytes (function contract).
+        unsafe { core::slice::from_raw_parts(payload, payload_len) }
+    };
+    // SAFETY: the caller lends `cap` writable bytes at `out` (function contract).
+    let out = unsafe { core::slice::from_raw_parts_mut(out, cap) };
+    let mut header = Header::request(task.id(), task.effect(), invocation_id, epoch);
+    header.contract_id = contract_id;
+    match encode_frame_raw(&header, payload, out) {
+        // A frame is at most 1024 bytes, so its length fits.
+        Ok(len) => c_int::try_from(len).unwrap_or(c_int::MAX),
+        Err(_) => negative(Errno::NoSpace),
+    }
 }
