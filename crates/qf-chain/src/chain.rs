@@ -67,6 +67,21 @@ pub struct ChainStats {
     pub lateness_max: u64,
 }
 
+impl ChainStats {
+    /// All zero (a `const`, so it can initialise a `static` table).
+    pub const ZERO: ChainStats = ChainStats {
+        releases: 0,
+        results: 0,
+        rejected: 0,
+        overruns: 0,
+        sent: 0,
+        send_failures: 0,
+        compute_ns_last: 0,
+        compute_ns_max: 0,
+        lateness_max: 0,
+    };
+}
+
 /// What one job did: its release and the dispatcher's account of the response now in `out`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Job {
