@@ -307,12 +307,19 @@ struct result {
 
 static struct result results[MAX_RESULTS];
 static volatile int n_results;
+/* Least unused stack the chain thread had when sending (its deepest point is the job). */
+static size_t stack_unused_min;
 /* Microseconds each send takes (a slow transport), paid by the chain thread. */
 static volatile int send_busy_us;
 
 static int loopback(const uint8_t *frame, size_t len, void *ctx)
 {
 	zassert_equal(ctx, results);
+	size_t unused;
+
+	if (k_thread_stack_space_get(k_current_get(), &unused) == 0) {
+		stack_unused_min = MIN(stack_unused_min, unused);
+	}
 	if (send_busy_us > 0) {
 		k_busy_wait(send_busy_us);
 	}
@@ -346,6 +353,7 @@ static void chains_before(void *fixture)
 {
 	n_results = 0;
 	send_busy_us = 0;
+	stack_unused_min = SIZE_MAX;
 	drain_trace();
 }
 
@@ -436,9 +444,10 @@ ZTEST(qfabric_executor_chains, test_chain_budget_is_enforced_by_its_cbs)
 		}
 	}
 	/* 9 ms of CPU on a 2 ms budget: the initial Q and four refills (the CBS keeps a
-	 * remaining budget across releases while its deadline is still ahead).
+	 * remaining budget across releases while its deadline is still ahead); a fifth when the
+	 * jobs' own code and whole-tick charging add up past 10 ms (QEMU).
 	 */
-	zassert_equal(n_refills, 4, "%d budget exhaustions", n_refills);
+	zassert_true(n_refills == 4 || n_refills == 5, "%d budget exhaustions", n_refills);
 	zassert_equal(refill_deadlines[0] - releases[0], 2 * period,
 		      "first exhaustion postpones the deadline by T");
 	for (int i = 1; i < n_refills; i++) {
@@ -475,6 +484,36 @@ ZTEST(qfabric_executor_chains, test_chain_overrun_is_counted)
 	zassert_ok(qf_chain_stop(chain));
 	zassert_true(stats.overruns >= 1, "%llu overruns", stats.overruns);
 	zassert_equal(stats.results, stats.releases);
+}
+
+ZTEST(qfabric_executor_chains, test_chain_runs_the_heaviest_task_within_its_stack)
+{
+	uint8_t samples[64], template[HEADER_LEN + 64];
+
+	for (int i = 0; i < 64; i++) {
+		samples[i] = (uint8_t)(i * 11);
+	}
+	size_t len = request(template, TASK_FIR_X512, 1, 0, samples, sizeof(samples));
+	/* fir_x512 takes about 110 ms on mps2/an521 under QEMU (icount shift 5). */
+	struct qf_chain_config config = {
+		.request = template,
+		.request_len = len,
+		.period = (int)k_ms_to_cyc_ceil32(300),
+		.priority = CHAIN_PRIO,
+	};
+	int chain = qf_chain_start(&config);
+
+	zassert_true(chain >= 0, "start: %d", chain);
+	k_sleep(K_MSEC(250));
+	zassert_ok(qf_chain_stop(chain));
+	zassert_equal(n_results, 1);
+	zassert_equal(results[0].status, QF_STATUS_OK);
+	TC_PRINT("chain stack: %zu of %d bytes never used\n", stack_unused_min,
+		 CONFIG_QFABRIC_EXECUTOR_CHAIN_STACK_SIZE);
+#ifndef CONFIG_ARCH_POSIX
+	/* native_sim runs threads on host stacks: only real boards tell. */
+	zassert_true(stack_unused_min >= 256, "%zu bytes of stack left", stack_unused_min);
+#endif
 }
 
 ZTEST(qfabric_executor_chains, test_chain_start_refuses_what_it_cannot_run)
