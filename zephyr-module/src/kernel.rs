@@ -98,11 +98,14 @@ impl Deferred {
         if let Some((id, thread, until)) = self.throttle {
             port::throttle(id.0, thread, until);
         }
-        if self.reschedule {
-            port::reschedule();
-        }
-        if let Some(at) = self.sleep_until {
-            port::sleep_until(at);
+        match self.sleep_until {
+            // Going to sleep switches to the best ready thread anyway. Rescheduling first would
+            // switch away while the thread is still ready, and it would only come back (two
+            // more switches) to reach its sleep, possibly after its release was due: then the
+            // sleep ends a tick late.
+            Some(at) => port::sleep_until(at),
+            None if self.reschedule => port::reschedule(),
+            None => {}
         }
     }
 }

@@ -134,7 +134,14 @@ void qf_port_deadline_set_relative(struct k_thread *thread, int deadline)
 
 void qf_port_sleep_until(uint64_t at)
 {
-	(void)k_sleep(K_TIMEOUT_ABS_TICKS(at));
+	if (at > (uint64_t)sys_clock_tick_get()) {
+		(void)k_sleep(K_TIMEOUT_ABS_TICKS(at));
+	} else {
+		/* Already due: k_sleep would still wait for the next tick. The new deadline may
+		 * have let another thread ahead.
+		 */
+		k_reschedule();
+	}
 }
 
 static void qf_resume_fired(struct _timeout *t)

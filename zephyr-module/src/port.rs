@@ -125,7 +125,8 @@ pub fn deadline_set_relative(thread: Thread, deadline: c_int) {
     unsafe { qf_port_deadline_set_relative(thread.0, deadline) }
 }
 
-/// Blocks the calling thread until absolute tick `at`. Never called with the lock held.
+/// Blocks the calling thread until absolute tick `at` (reschedules instead if that is not in
+/// the future). Never called with the lock held.
 pub fn sleep_until(at: u64) {
     // SAFETY: k_sleep from thread context, lock released (kernel.rs runs it after unlock).
     unsafe { qf_port_sleep_until(at) }
