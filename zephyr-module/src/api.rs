@@ -165,6 +165,7 @@ pub extern "C" fn z_qf_switched_in(thread: *mut KThread) {
         if let Some(id) = state.threads.find(Thread(thread)) {
             let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
             let _ = state.sched.switched_in(&mut kernel, id);
+            state.switches.record(port::now, id, true);
         }
     });
 }
@@ -176,6 +177,7 @@ pub extern "C" fn z_qf_switched_out(thread: *mut KThread) {
         if let Some(id) = state.threads.find(Thread(thread)) {
             let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
             let _ = state.sched.switched_out(&mut kernel, id);
+            state.switches.record(port::now, id, false);
         }
     });
 }

@@ -13,6 +13,7 @@ mod api;
 mod kernel;
 mod port;
 mod state;
+mod switch_log;
 mod threads;
 mod trace;
 
