@@ -27,6 +27,13 @@ const int qf_errno_etimedout = ETIMEDOUT;
 static struct k_spinlock qf_lock;
 
 /*
+ * Set by the switch-out hook of a thread with a control block and cleared by the next switch-in
+ * (of any thread): while set, the tick that hook read is the time of the context switch in
+ * progress, and the switch-in hook uses it instead of reading the clock again (api.rs).
+ */
+bool z_qf_switch_tick_valid;
+
+/*
  * One budget/deadline-miss timer per pool slot, disarmed lazily: the context-switch hooks re-aim
  * it on every switch, and reprogramming a kernel timeout each time (z_abort_timeout +
  * z_add_timeout + the timer driver) costs more than the hook's own work. So cancelling only

@@ -25,6 +25,8 @@ pub struct State {
     pub threads: Registry,
     pub miss_callbacks: [Option<MissCallback>; MAX_THREADS],
     pub switches: switch_log::Log,
+    /// The tick the last switch-out hook read (see `port::switch_tick_take_valid`).
+    pub switch_tick: u64,
     configured: bool,
 }
 
@@ -35,6 +37,7 @@ impl State {
             threads: Registry::new(),
             miss_callbacks: [None; MAX_THREADS],
             switches: switch_log::Log::new(),
+            switch_tick: 0,
             configured: false,
         }
     }
