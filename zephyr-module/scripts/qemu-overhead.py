@@ -10,7 +10,8 @@ made on the hook's behalf ends it.
 
   SWT_TO  z_qf_switched_in  calls that re-armed a budget timer (a CBS thread with an active job)
   SWT_AY  z_qf_switched_out calls that charged a budget (timer re-armed or cancelled)
-  B_ROUT  qf_rs_timer_expired calls (budget exhaustion: replenish and postpone)
+  B_ROUT  qf_rs_timer_expired calls that postponed a deadline (budget exhaustion: replenish
+          and postpone; not the deadline-miss checks the same timer makes)
 
 Reported like Table 1 of the task-based CBS paper: average, O_f (the most frequent of the
 per-batch maxima, batches of BATCH consecutive events) and O_max (the largest sample). With
@@ -29,8 +30,10 @@ HOOKS = {
     "z_qf_switched_out": "SWT_AY",
     "qf_rs_timer_expired": "B_ROUT",
 }
-# A switch hook only does CBS work when it touches the budget timer.
+# A switch hook only does CBS work when it touches the budget timer; a timer expiry is a budget
+# replenishment when it moves the thread's deadline.
 CBS_WORK = {"qf_port_timer_arm", "qf_port_timer_cancel"}
+REPLENISH = {"qf_port_deadline_set"}
 
 
 DISASSEMBLY = re.compile(r"^\s*([0-9a-f]+):\s+(?:[0-9a-f]{4}\s?){1,2}\s+(\S+)\s*(.*)$")
@@ -101,7 +104,8 @@ def main():
     profiles = collections.defaultdict(collections.Counter)
     plain = collections.Counter()
     for event, count, per_function in measure(sys.stdin, kinds):
-        if event == "B_ROUT" or CBS_WORK & per_function.keys():
+        work = REPLENISH if event == "B_ROUT" else CBS_WORK
+        if work & per_function.keys():
             samples[event].append(count)
             profiles[event].update(per_function)
         else:
@@ -118,7 +122,8 @@ def main():
             for function, total in profiles[event].most_common():
                 print(f"# profile {event} {function} {total / len(samples[event]):.1f}")
     for event, n in sorted(plain.items()):
-        print(f"# {n} {event} hook calls without CBS work (threads without a budget) not counted")
+        print(f"# {n} {event} hook calls without CBS work (no budget, or a deadline-miss check)"
+              " not counted")
 
 
 if __name__ == "__main__":

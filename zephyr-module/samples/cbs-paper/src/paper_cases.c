@@ -2,8 +2,9 @@
  * Runs a golden task set on the real kernel as the simulator runs it (userspace/qf-sim):
  * a periodic task loops k_thread_deadline_set(D) + WCET of work; a CBS task serves its jobs,
  * emulating irregular arrivals as the paper does by setting, before each job's deadline_set, the
- * period that separates it from the previous arrival. Periods, WCETs, budgets and deadline-miss
- * callbacks are set from this thread before the tasks start, so task i holds control block i.
+ * period that separates it from the previous arrival. Periods, WCETs, budgets and (optionally)
+ * deadline-miss callbacks are set from this thread before the tasks start, so task i holds
+ * control block i.
  * A job's work is CPU time the thread itself consumes (its runtime statistics), not the paper's
  * k_busy_wait(C), which counts wall time and so shortens preempted jobs.
  */
@@ -120,7 +121,7 @@ static void count_miss(k_tid_t thread, void *task)
 }
 
 /* Creates task @p i (not started) with its period or budget set; 0 or a negative errno. */
-static int create(int i)
+static int create(int i, bool watch_misses)
 {
 	const struct qf_golden_task *t = &running->tasks[i];
 	bool periodic = t->kind == QF_GOLDEN_PERIODIC;
@@ -136,14 +137,14 @@ static int create(int i)
 	if (err == 0 && periodic) {
 		err = qf_thread_wcet_set(tid, cycles(t->wcet_ns));
 	}
-	if (err == 0) {
+	if (err == 0 && watch_misses) {
 		err = qf_thread_deadline_miss_callback_set(tid, count_miss, (void *)(uintptr_t)i);
 	}
 	slots[i] = qf_thread_slot(tid);
 	return err;
 }
 
-int64_t paper_case_run(const struct qf_golden *set, int milliseconds_per_unit)
+int64_t paper_case_run(const struct qf_golden *set, int milliseconds_per_unit, bool watch_misses)
 {
 	int n = 0;
 	int err = 0;
@@ -155,7 +156,7 @@ int64_t paper_case_run(const struct qf_golden *set, int milliseconds_per_unit)
 	unit_ms = milliseconds_per_unit;
 	for (n = 0; n < set->n_tasks && err == 0; n++) {
 		atomic_set(&misses[n], 0);
-		err = create(n);
+		err = create(n, watch_misses);
 	}
 	/* Every task must be asleep before time zero: one that reaches its k_sleep() later
 	 * wakes a tick late and shifts its whole period grid (on QEMU the way there takes ticks).

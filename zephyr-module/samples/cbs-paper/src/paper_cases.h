@@ -15,11 +15,12 @@ struct qf_golden;
 /** The task set and golden schedule of paper test case @p which (1 or 2). */
 const struct qf_golden *paper_case(int which);
 
-/** Runs @p set with one time unit = @p unit_ms from a common release at the next tick until
- *  its horizon, then stops every task. Returns the absolute tick of time 0, or a negative errno
- *  if a task could not be set up as the set describes.
+/** Runs @p set with one time unit = @p unit_ms from a common release 10 ms ahead until its
+ *  horizon, then stops every task. With @p watch_misses every task gets a deadline-miss
+ *  callback (as `qf sim` gives them; the paper's tasks have none). Returns the absolute tick of
+ *  time 0, or a negative errno if a task could not be set up as the set describes.
  */
-int64_t paper_case_run(const struct qf_golden *set, int unit_ms);
+int64_t paper_case_run(const struct qf_golden *set, int unit_ms, bool watch_misses);
 
 /** The qfabric slot (CSV task column) task @p task of the last run held, or -1. */
 int paper_case_slot(int task);
