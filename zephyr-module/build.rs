@@ -1,6 +1,6 @@
 //! Turns the Kconfig values the module's CMake passes in the environment into Rust constants
-//! (`$OUT_DIR/config.rs`): the pool size, the trace ring and switch log sizes and the admission
-//! switch; and
+//! (`$OUT_DIR/config.rs`): the pool size, the trace ring and switch log sizes, the admission
+//! switch and the executor's chain table size; and
 //! `cfg(qf_thread_field)` when the patched kernel keeps a control-block pointer in every thread.
 
 use std::{env, fs, path::Path};
@@ -20,6 +20,7 @@ fn main() {
     let events = number("QFABRIC_TRACE_EVENTS", 0);
     let switches = number("QFABRIC_TRACE_SWITCHES", 0);
     let admission = number("QFABRIC_ADMISSION", 0) != 0;
+    let chains = number("QFABRIC_EXECUTOR_MAX_CHAINS", 0);
     println!("cargo::rustc-check-cfg=cfg(qf_thread_field)");
     if number("QFABRIC_THREAD_FIELD", 0) != 0 {
         println!("cargo::rustc-cfg=qf_thread_field");
@@ -37,7 +38,9 @@ fn main() {
              pub const TRACE_EVENTS: usize = {events};\n\
              /// CONFIG_QFABRIC_TRACE_SWITCHES (0 without CONFIG_QFABRIC_TRACE).\n\
              pub const TRACE_SWITCHES: usize = {switches};\n\
-             /// CONFIG_QFABRIC_ADMISSION.\npub const ADMISSION: bool = {admission};\n"
+             /// CONFIG_QFABRIC_ADMISSION.\npub const ADMISSION: bool = {admission};\n\
+             /// CONFIG_QFABRIC_EXECUTOR_MAX_CHAINS (0 without the executor).\n\
+             #[allow(dead_code)]\npub const MAX_CHAINS: usize = {chains};\n"
         ),
     )
     .expect("write config.rs");

@@ -92,6 +92,12 @@ function(qfabric_rust_staticlib)
   if(CONFIG_QFABRIC_HOOKS_KERNEL_PATCH)
     set(thread_field 1)
   endif()
+  set(chains 0)
+  set(features)
+  if(CONFIG_QFABRIC_EXECUTOR)
+    set(chains ${CONFIG_QFABRIC_EXECUTOR_MAX_CHAINS})
+    set(features --features executor)
+  endif()
   set(trace_events 0)
   set(trace_switches 0)
   if(CONFIG_QFABRIC_TRACE)
@@ -111,7 +117,8 @@ function(qfabric_rust_staticlib)
       QFABRIC_TRACE_SWITCHES=${trace_switches}
       QFABRIC_ADMISSION=${admission}
       QFABRIC_THREAD_FIELD=${thread_field}
-      ${QFABRIC_CARGO} build --release --locked
+      QFABRIC_EXECUTOR_MAX_CHAINS=${chains}
+      ${QFABRIC_CARGO} build --release --locked ${features}
         --manifest-path ${ARG_CRATE_DIR}/Cargo.toml
         --target ${target} --target-dir ${target_dir} ${build_std}
     COMMENT "qfabric: cargo build for ${target}"

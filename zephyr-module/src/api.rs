@@ -22,6 +22,8 @@ fn status(result: Result<(), Error>) -> c_int {
     }
 }
 
+/// The one mapping of `qf-sched` errors to errno (qf-sched has no errno numbers of its own:
+/// they differ between C libraries, so the values come from this image's libc, see port.c).
 fn errno_of(error: Error) -> Errno {
     match error {
         Error::UnknownThread | Error::ZeroDeadline => Errno::Invalid,

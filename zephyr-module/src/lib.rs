@@ -6,10 +6,20 @@
 //! `src/port.c`, and exports the C entry points the kernel patch, the syscalls and the tracing
 //! hooks call. The scheduling logic itself is all in `qf-sched`.
 //!
+//! With the `executor` feature (CONFIG_QFABRIC_EXECUTOR) it is also the MCU executor: the frame
+//! service over `qf-tasks`' dispatcher (`executor.rs`) and resident chains over `qf-chain`
+//! (`chains.rs`), on the C port in `src/executor_port.c`.
+//!
 //! [`Scheduler`]: qf_sched::Scheduler
 #![no_std]
 
 mod api;
+#[cfg(feature = "executor")]
+mod chains;
+#[cfg(feature = "executor")]
+mod executor;
+#[cfg(feature = "executor")]
+mod executor_port;
 mod kernel;
 mod port;
 mod state;

@@ -32,24 +32,24 @@ impl Server {
     pub fn arrive(&mut self, release: u64, period: u64) -> bool {
         self.period = period;
         // A budget left over from before `Q` was lowered counts only up to the new `Q`.
-        self.budget = self.budget.min(self.budget_max);
+        let budget = self.budget.min(self.budget_max);
         let replenish = match self.deadline.checked_sub(release) {
             None | Some(0) => true,
             // Both products fit in u64 for realistic values; widening to u128 (a multi-word
             // multiply on 32-bit MCUs) is only needed when one overflows.
             Some(laxity) => match (
-                self.budget.checked_mul(period),
+                budget.checked_mul(period),
                 laxity.checked_mul(self.budget_max),
             ) {
                 (Some(left), Some(right)) => left >= right,
-                _ => {
-                    self.budget as u128 * period as u128 >= laxity as u128 * self.budget_max as u128
-                }
+                _ => wide_condition(budget, period, laxity, self.budget_max),
             },
         };
         if replenish {
             self.deadline = release.saturating_add(period);
             self.budget = self.budget_max;
+        } else {
+            self.budget = budget;
         }
         replenish
     }
@@ -67,6 +67,15 @@ impl Server {
     pub fn charge(&mut self, ran: u64) {
         self.budget = self.budget.saturating_sub(ran);
     }
+}
+
+/// `c·T ≥ (d − r)·Q` in 128 bits, for the rare inputs whose products overflow `u64`. Out of
+/// line and cold: on a 32-bit MCU it is a long multi-word multiply the common path should not
+/// carry.
+#[cold]
+#[inline(never)]
+fn wide_condition(budget: u64, period: u64, laxity: u64, budget_max: u64) -> bool {
+    budget as u128 * period as u128 >= laxity as u128 * budget_max as u128
 }
 
 #[cfg(test)]

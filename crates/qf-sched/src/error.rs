@@ -1,6 +1,9 @@
 //! Error statuses of the scheduler API. Every entry point returns one of these instead of
-//! panicking; the Zephyr adapter maps them to negative errno values. Kept to 16 bytes so a
-//! `Result<(), Error>` comes back in registers on the hot paths.
+//! panicking. Errno numbers differ between C libraries (newlib, picolibc, glibc on native_sim),
+//! so this portable crate has none: an adapter with a C side maps [`Error`] to the numbers of
+//! its own `<errno.h>` (the Zephyr module does it once, in `zephyr-module/src/api.rs` over the
+//! values `port.c` exports). Kept to 16 bytes so a `Result<(), Error>` stays cheap to return
+//! on the hot paths.
 
 /// Why a scheduler call did not (fully) succeed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -29,18 +32,6 @@ pub enum Error {
         /// The configured bound on the total.
         bound_ppm: u32,
     },
-}
-
-impl Error {
-    /// A negative errno-style code for C callers (`-EINVAL`, `-EBUSY`, `-ETIMEDOUT`, `-ENOSPC`).
-    pub const fn errno(self) -> i32 {
-        match self {
-            Error::UnknownThread | Error::ZeroDeadline => -22,
-            Error::AlreadyAttached => -16,
-            Error::PeriodOverrun { .. } => -116,
-            Error::AdmissionRejected { .. } => -28,
-        }
-    }
 }
 
 impl core::fmt::Display for Error {
