@@ -84,7 +84,9 @@ static void qf_timer_fired(struct _timeout *timeout);
 
 static void qf_timer_aim(struct qf_timer *t, uint64_t at)
 {
-	z_abort_timeout(&t->timeout);
+	if (t->armed) {
+		z_abort_timeout(&t->timeout);
+	}
 	z_add_timeout(&t->timeout, qf_timer_fired, K_TIMEOUT_ABS_TICKS(at));
 	t->pending = at;
 	t->armed = true;
