@@ -11,9 +11,9 @@
  * be up to LATE_TICKS late. Nothing happens early (a job never gets its CPU time early, timers
  * never fire early), except by the one tick of reading a tick counter or of a time zero taken
  * one tick before the first call (EARLY_TICKS). A remaining budget may be up to LATE_TICKS
- * short: the budget is charged those delays too. Slices shorter than LATE_TICKS are a thread's
+ * short: the budget is charged those delays too. Slices shorter than BLIP_TICKS are a thread's
  * instant to call deadline_set (no time in the simulator): they are dropped, then slices of one
- * task within LATE_TICKS of each other are joined. Races at one instant of the simulator are
+ * task less than BLIP_TICKS apart are joined. Races at one instant of the simulator are
  * removed from both sides alike (without_races()).
  *
  * Ties. A CBS job whose work equals its remaining budget (the simulator ends it exactly at
@@ -39,6 +39,10 @@
  */
 #define LATE_TICKS 8
 #define EARLY_TICKS 1
+/* What counts as an instant of the simulator when cleaning the run (short slices and pauses):
+ * the lateness bound, but under half a unit so that a one-unit gap is never taken for one.
+ */
+#define BLIP_TICKS MIN(LATE_TICKS, paper_case_ticks_per_unit() / 2)
 #define MAX_RECORDS 256
 #define MAX_TASKS 3
 
@@ -165,12 +169,12 @@ static int run_events(const struct qf_golden *set, int64_t zero, int *misses)
 	return n;
 }
 
-/* True if the job of the task of list[i] completes less than LATE_TICKS after list[i]. */
+/* True if the job of the task of list[i] completes less than BLIP_TICKS after list[i]. */
 static bool completes_within_tolerance(const struct record *list, int n, int i)
 {
 	for (int j = i + 1; j < n && list[j].task == list[i].task; j++) {
 		if (is(&list[j], "COMPLETE")) {
-			return list[j].time - list[i].time < LATE_TICKS;
+			return list[j].time - list[i].time < BLIP_TICKS;
 		}
 	}
 	return false;
@@ -179,9 +183,9 @@ static bool completes_within_tolerance(const struct record *list, int n, int i)
 /*
  * Keeps the events before @p end, without what is only a race at one instant of the
  * simulator, from both lists alike:
- * - a budget pause shorter than LATE_TICKS (SWT_AY then SWT_TO of one task), e.g. a job that
+ * - a budget pause shorter than BLIP_TICKS (SWT_AY then SWT_TO of one task), e.g. a job that
  *   ends exactly when another thread is released: here the release wins by microseconds;
- * - a DEADLINE_MISS of a job that completes less than LATE_TICKS later: a job the simulator
+ * - a DEADLINE_MISS of a job that completes less than BLIP_TICKS later: a job the simulator
  *   ends exactly at its deadline (it handles completion before timers at one instant) ends
  *   here a few microseconds after it.
  */
@@ -194,7 +198,7 @@ static int compared_part(struct record *list, int n, int64_t end)
 			continue;
 		}
 		if (i + 1 < n && list[i].task == list[i + 1].task && is(&list[i], "SWT_AY") &&
-		    is(&list[i + 1], "SWT_TO") && list[i + 1].time - list[i].time < LATE_TICKS) {
+		    is(&list[i + 1], "SWT_TO") && list[i + 1].time - list[i].time < BLIP_TICKS) {
 			i++;
 			continue;
 		}
@@ -293,10 +297,10 @@ static int run_slices(const struct qf_golden *set, int64_t zero, int64_t end)
 		}
 		open = -1;
 		at = MIN(at, end);
-		if (at - opened < LATE_TICKS || opened >= end) {
+		if (at - opened < BLIP_TICKS || opened >= end) {
 			continue;
 		}
-		if (n > 0 && slices[n - 1].task == task && opened - slices[n - 1].end <= LATE_TICKS) {
+		if (n > 0 && slices[n - 1].task == task && opened - slices[n - 1].end < BLIP_TICKS) {
 			slices[n - 1].end = at;
 			continue;
 		}
