@@ -13,6 +13,7 @@ use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use qf_chain::{Chain, ChainStats, MAX_CHAIN_RESPONSE_LEN};
+use qf_tasks::Clock;
 
 use crate::api::{qf_thread_cbs_budget_set, qf_thread_deadline_set, qf_thread_period_set};
 use crate::config::MAX_CHAINS;
@@ -221,7 +222,8 @@ pub extern "C" fn qf_rs_chain_main(slot: u16) {
     with_table(|table| table[i].first_cycle = if refused { status } else { 0 });
     executor_port::chain_started(slot);
     while (status == 0 || status == overrun) && !STOP[i].load(Ordering::Relaxed) {
-        if let Ok(job) = chain.job(port::now(), status == overrun, &CycleClock, &mut out) {
+        let clock: &dyn Clock = &CycleClock;
+        if let Ok(job) = chain.job(port::now(), status == overrun, clock, &mut out) {
             let accepted = out.get(..job.served.len).is_some_and(executor_port::send);
             chain.sent(accepted);
         }

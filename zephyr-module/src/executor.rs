@@ -7,8 +7,8 @@
 use core::cell::UnsafeCell;
 use core::ffi::c_int;
 
-use qf_abi::{header::offset, ReplayWindow, HEADER_LEN};
-use qf_tasks::{serve, Replay, Task};
+use qf_abi::{encode_frame_raw, header::offset, Header, ReplayWindow, HEADER_LEN};
+use qf_tasks::{serve, Clock, Replay, Task};
 
 use crate::executor_port::{self, CycleClock};
 use crate::port::{negative, Errno};
@@ -43,6 +43,32 @@ fn with_replay<R>(f: impl FnOnce(&mut Replay) -> R) -> Option<R> {
     Some(result)
 }
 
+/// The input and output buffers of a C call as slices: `None` if `output` is NULL or `input` is
+/// NULL with a non-zero length (NULL with length 0 is an empty input).
+///
+/// # Safety
+/// `input` points to `input_len` readable bytes unless NULL, `output` to `output_len` writable
+/// bytes not overlapping `input`, both valid for `'a`.
+unsafe fn buffers<'a>(
+    input: *const u8,
+    input_len: usize,
+    output: *mut u8,
+    output_len: usize,
+) -> Option<(&'a [u8], &'a mut [u8])> {
+    if output.is_null() || (input.is_null() && input_len != 0) {
+        return None;
+    }
+    let input: &[u8] = if input.is_null() {
+        &[]
+    } else {
+        // SAFETY: `input_len` readable bytes at `input` (function contract).
+        unsafe { core::slice::from_raw_parts(input, input_len) }
+    };
+    // SAFETY: `output_len` writable bytes at `output`, apart from `input` (function contract).
+    let output = unsafe { core::slice::from_raw_parts_mut(output, output_len) };
+    Some((input, output))
+}
+
 /// `qf_executor_serve`: see include/qfabric/executor.h.
 ///
 /// # Safety
@@ -56,18 +82,17 @@ pub unsafe extern "C" fn qf_executor_serve(
     cap: usize,
     served: *mut QfServed,
 ) -> c_int {
-    if out.is_null() || served.is_null() || cap < HEADER_LEN || (req.is_null() && len != 0) {
+    // SAFETY: the caller lends `len` readable bytes at `req`, `cap` writable ones at `out`.
+    let Some((request, out)) = (unsafe { buffers(req, len, out, cap) }) else {
+        return negative(Errno::Invalid);
+    };
+    if served.is_null() || out.len() < HEADER_LEN {
         return negative(Errno::Invalid);
     }
-    let request: &[u8] = if req.is_null() {
-        &[]
-    } else {
-        // SAFETY: the caller lends `len` readable bytes at `req` (function contract).
-        unsafe { core::slice::from_raw_parts(req, len) }
-    };
-    // SAFETY: the caller lends `cap` writable bytes at `out`, apart from `req`.
-    let out = unsafe { core::slice::from_raw_parts_mut(out, cap) };
-    let Some(result) = with_replay(|replay| serve(request, out, &CycleClock, replay)) else {
+    // Timed through `&dyn Clock`, like the chains' jobs, so both share one `serve` body per
+    // replay window size.
+    let clock: &dyn Clock = &CycleClock;
+    let Some(result) = with_replay(|replay| serve(request, out, clock, replay)) else {
         return negative(Errno::Busy);
     };
     // Only an output shorter than a header fails, and that was refused above.
@@ -100,4 +125,36 @@ pub extern "C" fn qf_executor_replay_reset() {
             *replay.window_mut(task) = ReplayWindow::new();
         }
     });
+}
+
+/// `qf_request_encode`: see include/qfabric/executor.h.
+///
+/// # Safety
+/// `payload` points to `payload_len` readable bytes (or is NULL with `payload_len` 0), `out` to
+/// `cap` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn qf_request_encode(
+    task_id: u32,
+    invocation_id: u64,
+    epoch: u32,
+    contract_id: u32,
+    payload: *const u8,
+    payload_len: usize,
+    out: *mut u8,
+    cap: usize,
+) -> c_int {
+    let Some(task) = Task::from_id(task_id) else {
+        return negative(Errno::Invalid);
+    };
+    // SAFETY: the caller lends `payload_len` readable bytes, `cap` writable ones at `out`.
+    let Some((payload, out)) = (unsafe { buffers(payload, payload_len, out, cap) }) else {
+        return negative(Errno::Invalid);
+    };
+    let mut header = Header::request(task.id(), task.effect(), invocation_id, epoch);
+    header.contract_id = contract_id;
+    match encode_frame_raw(&header, payload, out) {
+        // A frame is at most 1024 bytes, so its length fits.
+        Ok(len) => c_int::try_from(len).unwrap_or(c_int::MAX),
+        Err(_) => negative(Errno::NoSpace),
+    }
 }

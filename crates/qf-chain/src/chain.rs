@@ -123,9 +123,12 @@ impl Chain {
             });
         };
         slot.copy_from_slice(template);
-        let mut dry_run: Replay<1> = Replay::new();
+        // The same `serve` instance as the jobs' when they are timed on a `&dyn Clock` (one
+        // copy of the dispatcher in an MCU image instead of two).
+        let mut dry_run: Replay<CHAIN_REPLAY_WINDOW> = Replay::new();
         let mut out = [0u8; MAX_CHAIN_RESPONSE_LEN];
-        let served = serve(template, &mut out, &|| 0u64, &mut dry_run)?;
+        let untimed = || 0u64;
+        let served = serve(template, &mut out, &untimed as &dyn Clock, &mut dry_run)?;
         let (Some(task), None) = (served.task, served.rejection) else {
             // serve names the task and no rejection exactly when the status is OK.
             return Err(served.rejection.unwrap_or(AbiError {

@@ -15,9 +15,12 @@ use crate::{Bandwidth, Error, Kernel, ThreadId};
 /// Every method takes the thread by [`ThreadId`] and returns an [`Error`] status rather than
 /// panicking, whatever the input. Methods that act take the [`Kernel`] they act on.
 #[derive(Clone, Debug)]
+// In declaration order, the trace first: its slots then sit at the scheduler's own address, so
+// every traced hook addresses them without a register of their own.
+#[repr(C)]
 pub struct Scheduler<const THREADS: usize, const EVENTS: usize> {
-    threads: [ControlBlock; THREADS],
     events: EventRing<EVENTS>,
+    threads: [ControlBlock; THREADS],
     admission_bound: Option<Bandwidth>,
     admitted_total: Bandwidth,
 }

@@ -61,6 +61,16 @@ struct qf_served {
 int qf_executor_serve(const uint8_t *req, size_t len, uint8_t *out, size_t cap,
 		      struct qf_served *served);
 
+/**
+ * Writes an ABI v1 request frame for declared task @p task_id (with its declared effect class,
+ * no deadline) carrying @p payload, which must already be the task's request in the wire
+ * encoding (big-endian, fixed width). Returns the frame length, -EINVAL (unknown task, NULL
+ * pointer) or -ENOSPC (payload above 988 bytes, or @p cap too small).
+ */
+int qf_request_encode(uint32_t task_id, uint64_t invocation_id, uint32_t epoch,
+		      uint32_t contract_id, const uint8_t *payload, size_t payload_len, uint8_t *out,
+		      size_t cap);
+
 /** Forgets every task's replay window (what a reboot does), e.g. when Linux reattaches.
  * Thread context only (in an interrupt it does nothing). */
 void qf_executor_replay_reset(void);

@@ -253,6 +253,25 @@ ZTEST(qfabric_executor, test_garbage_never_crashes)
 	zassert_true(statuses[QF_STATUS_UNKNOWN_TASK] > 0);
 }
 
+ZTEST(qfabric_executor, test_request_encode_writes_the_wire_format)
+{
+	uint8_t payload[8], frame[64];
+	size_t len = add_request(req, 0x0102030405060708ULL, 7, 40, 2);
+
+	put_be(req + 24, 11, 4); /* contract id */
+	memcpy(payload, req + HEADER_LEN, sizeof(payload));
+	zassert_equal(qf_request_encode(TASK_ADD, 0x0102030405060708ULL, 7, 11, payload,
+					sizeof(payload), frame, sizeof(frame)),
+		      (int)len);
+	zassert_mem_equal(frame, req, len);
+	zassert_equal(qf_request_encode(999, 1, 0, 0, payload, sizeof(payload), frame,
+					sizeof(frame)),
+		      -EINVAL, "unknown task");
+	zassert_equal(qf_request_encode(TASK_ADD, 1, 0, 0, payload, sizeof(payload), frame,
+					len - 1),
+		      -ENOSPC, "does not fit");
+}
+
 ZTEST(qfabric_executor, test_duplicate_invocation_is_refused_and_older_epoch_is_stale)
 {
 	struct qf_served served;
