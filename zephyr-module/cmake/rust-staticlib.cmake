@@ -99,8 +99,10 @@ function(qfabric_rust_staticlib)
     set(features --features executor)
   endif()
   set(trace_events 0)
+  set(trace_switches 0)
   if(CONFIG_QFABRIC_TRACE)
     set(trace_events ${CONFIG_QFABRIC_TRACE_EVENTS})
+    set(trace_switches ${CONFIG_QFABRIC_TRACE_SWITCHES})
   endif()
 
   # Always ask cargo (it knows the Rust sources); the stamp is never created on purpose and the
@@ -112,6 +114,7 @@ function(qfabric_rust_staticlib)
       RUSTC=${QFABRIC_RUSTC} ${bootstrap}
       QFABRIC_MAX_THREADS=${CONFIG_QFABRIC_MAX_THREADS}
       QFABRIC_TRACE_EVENTS=${trace_events}
+      QFABRIC_TRACE_SWITCHES=${trace_switches}
       QFABRIC_ADMISSION=${admission}
       QFABRIC_THREAD_FIELD=${thread_field}
       QFABRIC_EXECUTOR_MAX_CHAINS=${chains}

@@ -10,10 +10,12 @@ made on the hook's behalf ends it.
 
   SWT_TO  z_qf_switched_in  calls that re-armed a budget timer (a CBS thread with an active job)
   SWT_AY  z_qf_switched_out calls that charged a budget (timer re-armed or cancelled)
-  B_ROUT  qf_rs_timer_expired calls (budget exhaustion: replenish and postpone)
+  B_ROUT  qf_rs_timer_expired calls that postponed a deadline (budget exhaustion: replenish
+          and postpone; not the deadline-miss checks the same timer makes)
 
 Reported like Table 1 of the task-based CBS paper: average, O_f (the most frequent of the
-per-batch maxima, batches of BATCH consecutive events) and O_max (the largest sample).
+per-batch maxima, batches of BATCH consecutive events) and O_max (the largest sample). With
+--profile, also the average instructions each function contributes to an event.
 """
 import argparse
 import collections
@@ -28,8 +30,10 @@ HOOKS = {
     "z_qf_switched_out": "SWT_AY",
     "qf_rs_timer_expired": "B_ROUT",
 }
-# A switch hook only does CBS work when it touches the budget timer.
+# A switch hook only does CBS work when it touches the budget timer; a timer expiry is a budget
+# replenishment when it moves the thread's deadline.
 CBS_WORK = {"qf_port_timer_arm", "qf_port_timer_cancel"}
+REPLENISH = {"qf_port_deadline_set"}
 
 
 DISASSEMBLY = re.compile(r"^\s*([0-9a-f]+):\s+(?:[0-9a-f]{4}\s?){1,2}\s+(\S+)\s*(.*)$")
@@ -55,8 +59,8 @@ def instruction_kinds(elf, objdump):
 
 
 def measure(lines, kinds):
-    """Yields (event, instructions, called functions) for every hook call in the trace."""
-    active = None  # [hook, count, depth, callees]
+    """Yields (event, instructions, instructions per function) for every hook call."""
+    active = None  # [hook, count, depth, instructions per function]
     previous = None
     for line in lines:
         match = TRACE.match(line)
@@ -65,11 +69,10 @@ def measure(lines, kinds):
         pc, symbol = int(match.group(1), 16), match.group(2)
         if active is None:
             if symbol in HOOKS and previous != symbol:
-                active = [symbol, 0, 0, set()]
+                active = [symbol, 0, 0, collections.Counter()]
         if active is not None:
             active[1] += 1
-            if symbol != active[0]:
-                active[3].add(symbol)
+            active[3][symbol] += 1
             kind = kinds.get(pc)
             if kind == "call":
                 active[2] += 1
@@ -93,13 +96,18 @@ def main():
     parser.add_argument("elf", help="the traced image (zephyr.elf)")
     parser.add_argument("--objdump", default="arm-none-eabi-objdump")
     parser.add_argument("--batch", type=int, default=10, help="events per batch for O_f")
+    parser.add_argument("--profile", action="store_true",
+                        help="also print the average instructions per function of each event")
     args = parser.parse_args()
     kinds = instruction_kinds(args.elf, args.objdump)
     samples = collections.defaultdict(list)
+    profiles = collections.defaultdict(collections.Counter)
     plain = collections.Counter()
-    for event, count, callees in measure(sys.stdin, kinds):
-        if event == "B_ROUT" or callees & CBS_WORK:
+    for event, count, per_function in measure(sys.stdin, kinds):
+        work = REPLENISH if event == "B_ROUT" else CBS_WORK
+        if work & per_function.keys():
             samples[event].append(count)
+            profiles[event].update(per_function)
         else:
             plain[event] += 1
     if not samples:
@@ -109,8 +117,13 @@ def main():
         if samples[event]:
             avg, freq, top = table(samples[event], args.batch)
             print(f"{event},{len(samples[event])},{avg:.1f},{freq},{top}")
+    if args.profile:
+        for event in ("SWT_TO", "SWT_AY", "B_ROUT"):
+            for function, total in profiles[event].most_common():
+                print(f"# profile {event} {function} {total / len(samples[event]):.1f}")
     for event, n in sorted(plain.items()):
-        print(f"# {n} {event} hook calls without CBS work (threads without a budget) not counted")
+        print(f"# {n} {event} hook calls without CBS work (no budget, or a deadline-miss check)"
+              " not counted")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::Ordering;
 
-use qf_sched::{Callback, Error, ThreadId};
+use qf_sched::{Callback, Error, Kernel as _, ThreadId};
 
 use crate::kernel::{Context, Deferred, ZephyrKernel};
 use crate::port::{self, KThread, MissCallbackFn, Thread};
@@ -160,13 +160,20 @@ pub extern "C" fn qf_thread_slot(thread: *mut KThread) -> c_int {
     })
 }
 
-/// Context switch: `thread` (the new `_current`) is switched in (SWT_TO).
+/// Context switch: `thread` (the new `_current`) is switched in (SWT_TO). When the thread
+/// switched out had a control block, its hook already read the clock for this switch (a few
+/// microseconds ago, at most a tick boundary ago): that tick is used instead of another read.
 #[no_mangle]
 pub extern "C" fn z_qf_switched_in(thread: *mut KThread) {
     with_state(|state| {
+        let same_switch = port::switch_tick_take_valid();
         if let Some(id) = state.threads.find(Thread(thread)) {
             let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
+            if same_switch {
+                kernel = kernel.at(state.switch_tick);
+            }
             let _ = state.sched.switched_in(&mut kernel, id);
+            state.switches.record(|| kernel.now(), id, true);
         }
     });
 }
@@ -178,6 +185,9 @@ pub extern "C" fn z_qf_switched_out(thread: *mut KThread) {
         if let Some(id) = state.threads.find(Thread(thread)) {
             let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
             let _ = state.sched.switched_out(&mut kernel, id);
+            state.switch_tick = kernel.now();
+            port::switch_tick_set_valid();
+            state.switches.record(|| state.switch_tick, id, false);
         }
     });
 }

@@ -2,6 +2,8 @@
 //! or switch context (sleeping until the next period, throttling, rescheduling) is recorded in
 //! [`Deferred`] and carried out by [`Deferred::run`] once the lock is released.
 
+use core::cell::Cell;
+
 use qf_sched::{Kernel, ThreadId};
 
 use crate::port::{self, Thread};
@@ -32,6 +34,8 @@ pub struct ZephyrKernel<'a> {
     threads: &'a Registry,
     context: Context,
     caller: Thread,
+    /// The tick of this entry: the clock is read once, with the lock held, on first use.
+    now: Cell<Option<u64>>,
     pub deferred: Deferred,
 }
 
@@ -42,14 +46,28 @@ impl<'a> ZephyrKernel<'a> {
             threads,
             context,
             caller,
+            now: Cell::new(None),
             deferred: Deferred::default(),
         }
+    }
+
+    /// An entry whose time is already known (read by the other hook of the same switch).
+    pub fn at(mut self, tick: u64) -> Self {
+        self.now = Cell::new(Some(tick));
+        self
     }
 }
 
 impl Kernel for ZephyrKernel<'_> {
     fn now(&self) -> u64 {
-        port::now()
+        match self.now.get() {
+            Some(tick) => tick,
+            None => {
+                let tick = port::now();
+                self.now.set(Some(tick));
+                tick
+            }
+        }
     }
 
     fn timer_arm(&mut self, thread: ThreadId, at: u64) {
@@ -98,11 +116,14 @@ impl Deferred {
         if let Some((id, thread, until)) = self.throttle {
             port::throttle(id.0, thread, until);
         }
-        if self.reschedule {
-            port::reschedule();
-        }
-        if let Some(at) = self.sleep_until {
-            port::sleep_until(at);
+        match self.sleep_until {
+            // Going to sleep switches to the best ready thread anyway. Rescheduling first would
+            // switch away while the thread is still ready, and it would only come back (two
+            // more switches) to reach its sleep, possibly after its release was due: then the
+            // sleep ends a tick late.
+            Some(at) => port::sleep_until(at),
+            None if self.reschedule => port::reschedule(),
+            None => {}
         }
     }
 }

@@ -23,6 +23,7 @@ mod executor_port;
 mod kernel;
 mod port;
 mod state;
+mod switch_log;
 mod threads;
 mod trace;
 

@@ -27,6 +27,13 @@ const int qf_errno_etimedout = ETIMEDOUT;
 static struct k_spinlock qf_lock;
 
 /*
+ * Set by the switch-out hook of a thread with a control block and cleared by the next switch-in
+ * (of any thread): while set, the tick that hook read is the time of the context switch in
+ * progress, and the switch-in hook uses it instead of reading the clock again (api.rs).
+ */
+bool z_qf_switch_tick_valid;
+
+/*
  * One budget/deadline-miss timer per pool slot, disarmed lazily: the context-switch hooks re-aim
  * it on every switch, and reprogramming a kernel timeout each time (z_abort_timeout +
  * z_add_timeout + the timer driver) costs more than the hook's own work. So cancelling only
@@ -77,7 +84,9 @@ static void qf_timer_fired(struct _timeout *timeout);
 
 static void qf_timer_aim(struct qf_timer *t, uint64_t at)
 {
-	z_abort_timeout(&t->timeout);
+	if (t->armed) {
+		z_abort_timeout(&t->timeout);
+	}
 	z_add_timeout(&t->timeout, qf_timer_fired, K_TIMEOUT_ABS_TICKS(at));
 	t->pending = at;
 	t->armed = true;
@@ -134,7 +143,14 @@ void qf_port_deadline_set_relative(struct k_thread *thread, int deadline)
 
 void qf_port_sleep_until(uint64_t at)
 {
-	(void)k_sleep(K_TIMEOUT_ABS_TICKS(at));
+	if (at > (uint64_t)sys_clock_tick_get()) {
+		(void)k_sleep(K_TIMEOUT_ABS_TICKS(at));
+	} else {
+		/* Already due: k_sleep would still wait for the next tick. The new deadline may
+		 * have let another thread ahead.
+		 */
+		k_reschedule();
+	}
 }
 
 static void qf_resume_fired(struct _timeout *t)

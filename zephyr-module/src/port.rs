@@ -19,6 +19,7 @@ pub struct Thread(pub *mut KThread);
 pub type MissCallbackFn = unsafe extern "C" fn(thread: *mut KThread, arg: *mut c_void);
 
 extern "C" {
+    static mut z_qf_switch_tick_valid: bool;
     static qf_errno_einval: c_int;
     static qf_errno_enomem: c_int;
     static qf_errno_ebusy: c_int;
@@ -88,6 +89,19 @@ pub fn now() -> u64 {
     unsafe { qf_port_now() }
 }
 
+/// Marks the tick the switch-out hook just read as the time of the switch in progress.
+pub fn switch_tick_set_valid() {
+    // SAFETY: a plain bool of port.c, only touched by the context-switch hooks, which do not
+    // nest and run on the one CPU (qfabric requires !SMP).
+    unsafe { core::ptr::addr_of_mut!(z_qf_switch_tick_valid).write(true) }
+}
+
+/// Whether the tick the last switch-out hook read is the time of this switch; clears it.
+pub fn switch_tick_take_valid() -> bool {
+    // SAFETY: as for `switch_tick_set_valid`.
+    unsafe { core::ptr::addr_of_mut!(z_qf_switch_tick_valid).replace(false) }
+}
+
 /// Converts an API duration in hardware cycles to ticks, rounding up.
 pub fn cycles_to_ticks(cycles: u32) -> u64 {
     // SAFETY: pure arithmetic in C (k_cyc_to_ticks_ceil64).
@@ -125,7 +139,8 @@ pub fn deadline_set_relative(thread: Thread, deadline: c_int) {
     unsafe { qf_port_deadline_set_relative(thread.0, deadline) }
 }
 
-/// Blocks the calling thread until absolute tick `at`. Never called with the lock held.
+/// Blocks the calling thread until absolute tick `at` (reschedules instead if that is not in
+/// the future). Never called with the lock held.
 pub fn sleep_until(at: u64) {
     // SAFETY: k_sleep from thread context, lock released (kernel.rs runs it after unlock).
     unsafe { qf_port_sleep_until(at) }

@@ -8,6 +8,7 @@ use qf_sched::{Bandwidth, Scheduler};
 
 use crate::config::{ADMISSION, MAX_THREADS, TRACE_EVENTS};
 use crate::port::{self, MissCallbackFn};
+use crate::switch_log;
 use crate::threads::Registry;
 
 /// A C deadline-miss callback and its argument, kept per slot (qf-sched stores a Rust
@@ -23,6 +24,9 @@ pub struct State {
     pub sched: Scheduler<MAX_THREADS, TRACE_EVENTS>,
     pub threads: Registry,
     pub miss_callbacks: [Option<MissCallback>; MAX_THREADS],
+    pub switches: switch_log::Log,
+    /// The tick the last switch-out hook read (see `port::switch_tick_take_valid`).
+    pub switch_tick: u64,
     configured: bool,
 }
 
@@ -32,6 +36,8 @@ impl State {
             sched: Scheduler::new(),
             threads: Registry::new(),
             miss_callbacks: [None; MAX_THREADS],
+            switches: switch_log::Log::new(),
+            switch_tick: 0,
             configured: false,
         }
     }

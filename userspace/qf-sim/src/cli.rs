@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::clock::Clock;
 use crate::engine::{simulate, Options, Outcome};
-use crate::output::{csv, gantt, summary};
+use crate::output::{csv, gantt, golden_c, summary};
 use crate::taskset::{self, TaskSet};
 
 /// Simulate a task set under periodic EDF + per-thread CBS (the code the Zephyr module runs).
@@ -24,6 +24,10 @@ pub struct SimArgs {
     /// Draw the Gantt chart (lanes, releases, deadlines, CBS budget) to this SVG file.
     #[arg(long, value_name = "G.svg")]
     pub gantt: Option<PathBuf>,
+    /// Write the task set and its schedule as a C header (the Zephyr paper-case suite's golden
+    /// data); the C object is named after the file (golden_tc1.h → golden_tc1).
+    #[arg(long, value_name = "H.h")]
+    pub golden_c: Option<PathBuf>,
     /// Print the summary as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -86,6 +90,16 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
             path,
             "Gantt chart",
             &gantt::svg(&set, &clock, &outcome, &title),
+        )?;
+    }
+    if let Some(path) = &args.golden_c {
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        let name = golden_c::identifier(stem.as_deref().unwrap_or("golden"));
+        let source = args.taskset.display().to_string();
+        write(
+            path,
+            "golden C header",
+            &golden_c::header(&source, &name, &set, &clock, &outcome),
         )?;
     }
     let summary = summary::summarise(&set, &clock, &outcome);

@@ -1,7 +1,8 @@
 /*
  * The calls the patched kernel makes into qfabric (kernel-patches/zephyr). Kept here, not in the
  * patch, so the patch stays a handful of guarded lines. The switch hooks test the thread's
- * control-block pointer inline, so threads without one pay a load and a branch.
+ * control-block pointer inline, so threads without one pay a load, a branch and (switching in)
+ * a store.
  */
 #ifndef QFABRIC_KERNEL_HOOKS_H_
 #define QFABRIC_KERNEL_HOOKS_H_
@@ -13,10 +14,15 @@
 void z_qf_switched_in(struct k_thread *thread);
 void z_qf_switched_out(struct k_thread *thread);
 
+/* See port.c: the tick the last switch-out hook read belongs to this switch only. */
+extern bool z_qf_switch_tick_valid;
+
 static ALWAYS_INLINE void z_qf_thread_switched_in(struct k_thread *thread)
 {
 	if (thread != NULL && thread->base.qf_control != NULL) {
 		z_qf_switched_in(thread);
+	} else {
+		z_qf_switch_tick_valid = false;
 	}
 }
 

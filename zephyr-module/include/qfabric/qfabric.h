@@ -58,6 +58,18 @@ int qf_trace_pop(struct qf_event *out);
 uint64_t qf_trace_lost(void);
 /** Prints every traced event with printk() as CSV, header first (`qf sim --events` format). */
 void qf_trace_dump(void);
+/** One context switch of a thread with a control block (CONFIG_QFABRIC_TRACE_SWITCHES). */
+struct qf_switch {
+	uint64_t time;        /* kernel ticks */
+	uint16_t thread;      /* qfabric slot */
+	uint8_t switched_in;  /* 1: switched in, 0: switched out */
+};
+
+/**
+ * Takes the oldest logged switch. Returns 1 with @p out filled, 0 when the log is empty (always
+ * 0 with CONFIG_QFABRIC_TRACE_SWITCHES=0).
+ */
+int qf_switch_pop(struct qf_switch *out);
 /** The qfabric slot (CSV thread column) of @p thread, or -1 if it has no control block. */
 int qf_thread_slot(k_tid_t thread);
 

@@ -1,15 +1,19 @@
 /*
- * Test Case 1: hard task (C, T) = (4, 7) and a CBS (Q, T) = (3, 8); jobs J1 (C = 4) at t = 3 and
- * J2 (C = 3) at t = 13. Test Case 2: hard tasks (2, 6) and (3, 9), a CBS (2, 6); jobs J1 (C = 3)
- * at t = 2, J2 (C = 3) at t = 12, J3 (C = 1) at t = 20. The CBS task emulates irregular
- * arrivals as in the paper, by setting at the end of each job the period that separates it from
- * the next arrival. A job's C is CPU time the thread itself consumes (its runtime statistics),
- * not the paper's k_busy_wait(C), which counts wall time and so shortens preempted jobs.
+ * Runs a golden task set on the real kernel as the simulator runs it (userspace/qf-sim):
+ * a periodic task loops k_thread_deadline_set(D) + WCET of work; a CBS task serves its jobs,
+ * emulating irregular arrivals as the paper does by setting, before each job's deadline_set, the
+ * period that separates it from the previous arrival. Periods, WCETs, budgets and (optionally)
+ * deadline-miss callbacks are set from this thread before the tasks start, so task i holds
+ * control block i.
+ * A job's work is CPU time the thread itself consumes (its runtime statistics), not the paper's
+ * k_busy_wait(C), which counts wall time and so shortens preempted jobs.
  */
 #include <zephyr/kernel.h>
 #include <qfabric/qfabric.h>
 
 #include "paper_cases.h"
+#include "golden_tc1.h"
+#include "golden_tc2.h"
 
 #ifdef CONFIG_QFABRIC_HOOKS_KERNEL_PATCH
 #define deadline_set k_thread_deadline_set
@@ -24,115 +28,158 @@
 #define TASK_PRIO 5
 #define STACK_SIZE 2048
 #define MAX_TASKS 3
-#define MAX_JOBS 3
-
-struct hard_task {
-	int cost;
-	int period;
-};
-
-struct paper_case {
-	struct hard_task hard[2];
-	int n_hard;
-	int budget;
-	int server_period;
-	int arrival[MAX_JOBS];
-	int cost[MAX_JOBS];
-	int n_jobs;
-};
-
-static const struct paper_case cases[] = {
-	{.hard = {{4, 7}}, .n_hard = 1, .budget = 3, .server_period = 8,
-	 .arrival = {3, 13}, .cost = {4, 3}, .n_jobs = 2},
-	{.hard = {{2, 6}, {3, 9}}, .n_hard = 2, .budget = 2, .server_period = 6,
-	 .arrival = {2, 12, 20}, .cost = {3, 3, 1}, .n_jobs = 3},
-};
 
 K_THREAD_STACK_ARRAY_DEFINE(task_stacks, MAX_TASKS, STACK_SIZE);
 static struct k_thread tasks[MAX_TASKS];
+static int slots[MAX_TASKS];
+static atomic_t misses[MAX_TASKS];
+static const struct qf_golden *running;
 static int unit_ms;
 static int64_t time_zero;
-static int cbs_slot = -1;
 
-static int cycles(int units)
+const struct qf_golden *paper_case(int which)
 {
-	return (int)k_ms_to_cyc_ceil32(units * unit_ms);
+	return which == 2 ? &golden_tc2 : &golden_tc1;
 }
 
-/* Runs for @p units of this thread's own CPU time. */
-static void execute(int units)
+/* @p ns of the task set in microseconds of this run's unit (exact for whole-µs scalings). */
+static uint64_t scaled_us(uint64_t ns)
+{
+	return ns * (uint64_t)unit_ms * 1000U / running->unit_ns;
+}
+
+int64_t paper_case_ticks(const struct qf_golden *set, uint64_t ns)
+{
+	return (int64_t)k_us_to_ticks_ceil64(ns * (uint64_t)unit_ms * 1000U / set->unit_ns);
+}
+
+int64_t paper_case_ticks_per_unit(void)
+{
+	return (int64_t)k_ms_to_ticks_ceil64(unit_ms);
+}
+
+static int cycles(uint64_t ns)
+{
+	return (int)k_us_to_cyc_ceil32(scaled_us(ns));
+}
+
+/* Runs for @p ns (scaled) of this thread's own CPU time. */
+static void execute(uint64_t ns)
 {
 	k_thread_runtime_stats_t stats;
 	uint64_t target;
 
 	k_thread_runtime_stats_get(k_current_get(), &stats);
-	target = stats.execution_cycles + k_ms_to_cyc_ceil64((int64_t)units * unit_ms);
+	target = stats.execution_cycles + k_us_to_cyc_ceil64(scaled_us(ns));
 	while (stats.execution_cycles < target) {
 		k_busy_wait(10);
 		k_thread_runtime_stats_get(k_current_get(), &stats);
 	}
 }
 
-static void sleep_until_unit(int units)
+static void sleep_until(uint64_t ns)
 {
-	k_sleep(K_TIMEOUT_ABS_TICKS(time_zero + k_ms_to_ticks_ceil64((int64_t)units * unit_ms)));
+	k_sleep(K_TIMEOUT_ABS_TICKS(time_zero + paper_case_ticks(running, ns)));
 }
 
-static void run_hard(void *task, void *b, void *c)
+static void run_periodic(void *task, void *b, void *c)
 {
-	const struct hard_task *t = task;
+	const struct qf_golden_task *t = task;
 
-	sleep_until_unit(0);
-	period_set(k_current_get(), cycles(t->period));
+	sleep_until(t->offset_ns);
 	while (true) {
-		(void)deadline_set(k_current_get(), cycles(t->period));
-		execute(t->cost);
+		(void)deadline_set(k_current_get(), cycles(t->deadline_ns));
+		execute(t->wcet_ns);
 	}
 }
 
-static void run_server(void *pc, void *b, void *c)
+static void run_server(void *task, void *b, void *c)
 {
-	const struct paper_case *p = pc;
+	const struct qf_golden_task *t = task;
 
-	budget_set(k_current_get(), cycles(p->budget));
-	cbs_slot = qf_thread_slot(k_current_get());
-	sleep_until_unit(p->arrival[0]);
-	for (int j = 0; j < p->n_jobs; j++) {
-		/* Ending job j - 1 waits for job j's arrival: the period is the gap between the
-		 * two arrivals (for the first job, which starts at once, the gap to the next).
-		 */
-		int gap = j > 0 ? p->arrival[j] - p->arrival[j - 1] : p->arrival[1] - p->arrival[0];
-
-		period_set(k_current_get(), cycles(gap));
-		(void)deadline_set(k_current_get(), cycles(p->server_period));
-		execute(p->cost[j]);
+	sleep_until(t->jobs[0].arrival_ns);
+	for (int j = 0; j < t->n_jobs; j++) {
+		if (j > 0) {
+			/* Ending job j - 1 waits for job j's arrival. */
+			period_set(k_current_get(),
+				   cycles(t->jobs[j].arrival_ns - t->jobs[j - 1].arrival_ns));
+		}
+		(void)deadline_set(k_current_get(), cycles(t->period_ns));
+		execute(t->jobs[j].work_ns);
 	}
-	/* Done: the server's last job has completed; wait to be stopped. */
+	/* The last job is done: wait for a next one that arrives after the horizon. */
+	period_set(k_current_get(),
+		   cycles(running->horizon_ns + running->unit_ns - t->jobs[t->n_jobs - 1].arrival_ns));
+	(void)deadline_set(k_current_get(), cycles(t->period_ns));
 	k_sleep(K_FOREVER);
 }
 
-int64_t paper_case_run(int which, int milliseconds_per_unit, int horizon_units)
+static void count_miss(k_tid_t thread, void *task)
 {
-	const struct paper_case *p = &cases[which == 2 ? 1 : 0];
-	int n = 0;
+	ARG_UNUSED(thread);
+	atomic_inc(&misses[(uintptr_t)task]);
+}
 
-	unit_ms = milliseconds_per_unit;
-	time_zero = k_uptime_ticks() + 2;
-	for (int i = 0; i < p->n_hard; i++, n++) {
-		k_thread_create(&tasks[n], task_stacks[n], STACK_SIZE, run_hard,
-				(void *)&p->hard[i], NULL, NULL, TASK_PRIO, 0, K_NO_WAIT);
+/* Creates task @p i (not started) with its period or budget set; 0 or a negative errno. */
+static int create(int i, bool watch_misses)
+{
+	const struct qf_golden_task *t = &running->tasks[i];
+	bool periodic = t->kind == QF_GOLDEN_PERIODIC;
+	k_tid_t tid = k_thread_create(&tasks[i], task_stacks[i], STACK_SIZE,
+				      periodic ? run_periodic : run_server, (void *)t, NULL, NULL,
+				      TASK_PRIO + t->priority, 0, K_FOREVER);
+	int err;
+
+	if (t->kind == QF_GOLDEN_CBS && t->hard_reservation) {
+		return -ENOTSUP; /* the Zephyr API has no hard-reservation switch */
 	}
-	k_thread_create(&tasks[n], task_stacks[n], STACK_SIZE, run_server, (void *)p, NULL, NULL,
-			TASK_PRIO, 0, K_NO_WAIT);
-	n++;
-	sleep_until_unit(horizon_units);
+	err = periodic ? period_set(tid, cycles(t->period_ns)) : budget_set(tid, cycles(t->budget_ns));
+	if (err == 0 && periodic) {
+		err = qf_thread_wcet_set(tid, cycles(t->wcet_ns));
+	}
+	if (err == 0 && watch_misses) {
+		err = qf_thread_deadline_miss_callback_set(tid, count_miss, (void *)(uintptr_t)i);
+	}
+	slots[i] = qf_thread_slot(tid);
+	return err;
+}
+
+int64_t paper_case_run(const struct qf_golden *set, int milliseconds_per_unit, bool watch_misses)
+{
+	int n = 0;
+	int err = 0;
+
+	if (set->n_tasks > MAX_TASKS) {
+		return -EINVAL;
+	}
+	running = set;
+	unit_ms = milliseconds_per_unit;
+	for (n = 0; n < set->n_tasks && err == 0; n++) {
+		atomic_set(&misses[n], 0);
+		err = create(n, watch_misses);
+	}
+	/* Every task must be asleep before time zero: one that reaches its k_sleep() later
+	 * wakes a tick late and shifts its whole period grid (on QEMU the way there takes ticks).
+	 */
+	time_zero = k_uptime_ticks() + k_ms_to_ticks_ceil64(10);
+	for (int i = 0; i < n && err == 0; i++) {
+		k_thread_start(&tasks[i]);
+	}
+	if (err == 0) {
+		sleep_until(set->horizon_ns);
+	}
 	for (int i = 0; i < n; i++) {
 		k_thread_abort(&tasks[i]);
 	}
-	return time_zero;
+	return err == 0 ? time_zero : err;
 }
 
-int paper_case_cbs_slot(void)
+int paper_case_slot(int task)
 {
-	return cbs_slot;
+	return task >= 0 && task < MAX_TASKS ? slots[task] : -1;
+}
+
+int paper_case_misses(int task)
+{
+	return task >= 0 && task < MAX_TASKS ? (int)atomic_get(&misses[task]) : 0;
 }
