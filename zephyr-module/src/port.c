@@ -7,6 +7,7 @@
  * from the context-switch hooks and from thread-abort handling, where only the timeout lock may
  * be taken, never the scheduler lock.
  */
+#include <zephyr/init.h>
 #include <zephyr/kernel.h>
 #include <zephyr/sys/printk.h>
 #include <timeout_q.h>
@@ -128,10 +129,38 @@ void qf_port_timer_cancel(uint16_t slot)
 	}
 }
 
+/* The hardware cycle count at tick 0, rounded down to a whole tick. prio_deadline holds
+ * k_cycle_get_32() values (upstream k_thread_deadline_set adds to it), and our deadlines are
+ * ticks, so both views must share an origin or qfabric threads and plain EDF threads compare
+ * wrongly. They need not: RISC-V's mtime counts from reset, the tick count from timer init.
+ * The rounding keeps tick-aligned origins (Cortex-M SysTick, native_sim) exact; any other
+ * origin is off by less than one tick, the resolution of our deadlines anyway.
+ */
+static uint32_t qf_cycle_origin;
+
+static int qf_cycle_origin_init(void)
+{
+	uint32_t per_tick = MAX(k_ticks_to_cyc_floor32(1), 1U);
+	uint64_t ticks;
+	uint32_t cycles;
+
+	do { /* a tick between the two reads would put `cycles` in the next tick */
+		ticks = (uint64_t)sys_clock_tick_get();
+		cycles = k_cycle_get_32();
+	} while ((uint64_t)sys_clock_tick_get() != ticks);
+
+	uint32_t since_tick0 = cycles - k_ticks_to_cyc_floor32(ticks);
+
+	qf_cycle_origin = since_tick0 - since_tick0 % per_tick;
+	return 0;
+}
+SYS_INIT(qf_cycle_origin_init, POST_KERNEL, 0);
+
 void qf_port_deadline_set(struct k_thread *thread, uint64_t at)
 {
 	/* prio_deadline keeps the 32-bit cycle view of the deadline, as upstream does. */
-	z_impl_k_thread_absolute_deadline_set(thread, (int)k_ticks_to_cyc_floor32(at));
+	z_impl_k_thread_absolute_deadline_set(thread,
+					      (int)(qf_cycle_origin + k_ticks_to_cyc_floor32(at)));
 }
 
 void qf_port_deadline_set_relative(struct k_thread *thread, int deadline)

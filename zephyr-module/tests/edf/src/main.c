@@ -256,9 +256,9 @@ static void late_job(void *a, void *b, void *c)
 	misses = 0;
 	zassert_ok(miss_callback_set(k_current_get(), on_miss,
 						       k_current_get()));
-	zassert_ok(deadline_set(k_current_get(), ms(5)));
 	int64_t release = now();
 
+	zassert_ok(deadline_set(k_current_get(), ms(5)));
 	k_busy_wait(8000);
 	zassert_equal(misses, 1, "one miss for one late cycle");
 	zassert_true(missed_at - release >= 5 * TICKS_PER_MS &&
@@ -315,30 +315,44 @@ static void higher_priority_burst(void *a, void *b, void *c)
 
 static void cbs_preempted(void *a, void *b, void *c)
 {
-	struct qf_event away, back, done;
+	struct qf_event arrival, away, back, done;
 	int slot;
 
 	zassert_ok(budget_set(k_current_get(), ms(5)));
 	slot = qf_thread_slot(k_current_get());
-	zassert_ok(deadline_set(k_current_get(), ms(20)));
 	drain_trace();
+	zassert_ok(deadline_set(k_current_get(), ms(20)));
 	k_busy_wait(1000);
 	/* Preempted for 3 ms by a higher-priority thread: no budget consumed meanwhile. */
 	k_thread_create(&helper_thread, helper_stack, STACK_SIZE, higher_priority_burst, NULL,
 			NULL, NULL, WORKER_PRIO - 2, 0, K_NO_WAIT);
 	k_busy_wait(1000);
 	zassert_ok(deadline_set(k_current_get(), ms(20)));
+	zassert_true(trace_find(slot, "B_COND", &arrival), "arrival with a fresh budget traced");
 	zassert_true(trace_find(slot, "SWT_AY", &away), "switch away traced");
 	zassert_true(trace_find(slot, "SWT_TO", &back), "switch back traced");
 	zassert_true(trace_find(slot, "COMPLETE", &done), "cycle end traced");
-	zassert_true(away.budget >= 4 * TICKS_PER_MS - 1 && away.budget <= 4 * TICKS_PER_MS,
-		     "budget %llu after 1 ms of 5", away.budget);
+	zassert_equal(arrival.budget, 5 * TICKS_PER_MS, "full budget at the arrival");
+
+	/* The budget pays exactly the time the thread ran, to the tick: compare it with the
+	 * trace's own clock rather than with the nominal 1 ms busy waits, whose surroundings
+	 * (thread creation, switches, the hooks) take a platform-dependent share of a tick or
+	 * more (2 ticks on qemu_riscv32 under icount).
+	 */
+	int64_t ran_before = (int64_t)(away.time - arrival.time);
+	int64_t ran_total = ran_before + (int64_t)(done.time - back.time);
+	int64_t charged_before = (int64_t)(arrival.budget - away.budget);
+	int64_t charged_total = (int64_t)(arrival.budget - done.budget);
+
+	zassert_true(ran_before >= 1 * TICKS_PER_MS, "ran %lld ticks before preemption",
+		     ran_before);
+	zassert_true(charged_before >= ran_before - 1 && charged_before <= ran_before + 1,
+		     "charged %lld ticks for %lld ticks of running", charged_before, ran_before);
 	zassert_equal(back.budget, away.budget, "paused while preempted");
 	zassert_true(back.time - away.time >= 3 * TICKS_PER_MS, "preempted for 3 ms");
-	/* 2 ms of busy waiting plus the thread creation and switches it paid for. */
-	zassert_true(done.budget >= 3 * TICKS_PER_MS - SLACK_TICKS &&
-		     done.budget <= 3 * TICKS_PER_MS,
-		     "budget %llu after 2 ms of running", done.budget);
+	zassert_true(charged_total >= ran_total - 1 && charged_total <= ran_total + 1,
+		     "charged %lld ticks for %lld ticks of running, preemption excluded",
+		     charged_total, ran_total);
 	k_thread_join(&helper_thread, K_FOREVER);
 }
 
