@@ -418,8 +418,8 @@ ZTEST(qfabric_executor_chains, test_chain_budget_is_enforced_by_its_cbs)
 	const int periods = 3;
 	const int64_t period = 10 * TICKS_PER_MS, budget = 2 * TICKS_PER_MS;
 	struct qf_event e;
-	int64_t releases[4], refills[8], refill_deadlines[8];
-	int n_releases = 0, n_refills = 0;
+	int64_t releases[4], refills[8], refill_deadlines[8], away[16], back[16];
+	int n_releases = 0, n_refills = 0, n_away = 0, n_back = 0;
 
 	/* Each job's send takes 3 ms of CPU; the chain's CBS grants Q = 2 ms per T = 10 ms. */
 	send_busy_us = 3000;
@@ -439,6 +439,12 @@ ZTEST(qfabric_executor_chains, test_chain_budget_is_enforced_by_its_cbs)
 		}
 		if (kind_is(&e, "ARRIVAL") && n_releases < ARRAY_SIZE(releases)) {
 			releases[n_releases++] = (int64_t)e.time;
+		}
+		if (kind_is(&e, "SWT_AY") && n_away < ARRAY_SIZE(away)) {
+			away[n_away++] = (int64_t)e.time;
+		}
+		if (kind_is(&e, "SWT_TO") && n_back < ARRAY_SIZE(back)) {
+			back[n_back++] = (int64_t)e.time;
 		}
 		if (kind_is(&e, "B_ROUT") && n_refills < ARRAY_SIZE(refills)) {
 			zassert_equal(e.budget, budget, "refilled to Q");
@@ -460,11 +466,32 @@ ZTEST(qfabric_executor_chains, test_chain_budget_is_enforced_by_its_cbs)
 	zassert_true(n_releases >= periods, "%d releases traced", n_releases);
 	for (int k = 0; k < periods; k++) {
 		int in_job = 0;
+		int64_t starter_ran = 0;
 
-		zassert_true(results[k].at - releases[k] >= 3 * TICKS_PER_MS - SLACK_TICKS &&
-			     results[k].at - releases[k] <= 3 * TICKS_PER_MS + SLACK_TICKS,
-			     "job %d: result %lld ticks after release", k,
-			     results[k].at - releases[k]);
+		/* Job 0 starts inside qf_chain_start(): its handshake hands the CPU back to the
+		 * (cooperative, higher-priority) test thread right after the first release, until
+		 * the test sleeps. That time is the starter's, not a throttle; on fast platforms it
+		 * is under a tick, on qemu_riscv32 three. Later jobs must never be switched away:
+		 * a soft CBS postpones the deadline and lets the job run on.
+		 */
+		for (int i = 0; i < n_away; i++) {
+			if (away[i] <= releases[k] || away[i] >= results[k].at) {
+				continue;
+			}
+			zassert_equal(k, 0, "job %d switched away at %lld", k, away[i]);
+			for (int j = 0; j < n_back; j++) {
+				if (back[j] >= away[i]) {
+					starter_ran += back[j] - away[i];
+					break;
+				}
+			}
+		}
+		int64_t ran = results[k].at - releases[k] - starter_ran;
+
+		zassert_true(ran >= 3 * TICKS_PER_MS - SLACK_TICKS &&
+			     ran <= 3 * TICKS_PER_MS + SLACK_TICKS,
+			     "job %d: result %lld ticks after release, %lld of them running", k,
+			     results[k].at - releases[k], ran);
 		for (int i = 0; i < n_refills; i++) {
 			in_job += refills[i] > releases[k] && refills[i] <= results[k].at;
 		}
