@@ -30,20 +30,15 @@ pub struct QfChainConfig {
     pub priority: c_int,
 }
 
-/// `struct qf_chain_stats` (include/qfabric/executor.h).
+/// `struct qf_chain_stats` (include/qfabric/executor.h): qf-chain's counters, in their order,
+/// then the next invocation id. Ten `u64`s, no padding, as the C struct.
 #[repr(C)]
 pub struct QfChainStats {
-    pub releases: u64,
-    pub results: u64,
-    pub rejected: u64,
-    pub overruns: u64,
-    pub sent: u64,
-    pub send_failures: u64,
-    pub compute_ns_last: u64,
-    pub compute_ns_max: u64,
-    pub lateness_max: u64,
+    pub stats: ChainStats,
     pub next_invocation: u64,
 }
+
+const _: () = assert!(core::mem::size_of::<QfChainStats>() == 10 * 8);
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Phase {
@@ -283,15 +278,7 @@ pub unsafe extern "C" fn qf_chain_stats_get(chain: c_int, out: *mut QfChainStats
     // SAFETY: `out` is a valid, writable struct qf_chain_stats (function contract).
     unsafe {
         out.write(QfChainStats {
-            releases: stats.releases,
-            results: stats.results,
-            rejected: stats.rejected,
-            overruns: stats.overruns,
-            sent: stats.sent,
-            send_failures: stats.send_failures,
-            compute_ns_last: stats.compute_ns_last,
-            compute_ns_max: stats.compute_ns_max,
-            lateness_max: stats.lateness_max,
+            stats,
             next_invocation,
         });
     }

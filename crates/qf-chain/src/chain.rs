@@ -44,8 +44,10 @@ pub const MAX_CHAIN_RESPONSE_LEN: usize = HEADER_LEN + largest_payload(true);
 /// a small window suffices; it is kept so a chain's jobs pass the same check as every request.
 pub const CHAIN_REPLAY_WINDOW: usize = 4;
 
-/// Counters of one chain.
+/// Counters of one chain. `repr(C)`, all `u64`: the Zephyr module hands it to C as the leading
+/// fields of `struct qf_chain_stats` without copying it field by field.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct ChainStats {
     /// Jobs started.
     pub releases: u64,
