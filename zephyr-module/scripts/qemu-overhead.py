@@ -10,8 +10,12 @@ made on the hook's behalf ends it.
 
   SWT_TO  z_qf_switched_in  calls that re-armed a budget timer (a CBS thread with an active job)
   SWT_AY  z_qf_switched_out calls that charged a budget (timer re-armed or cancelled)
-  B_ROUT  qf_rs_timer_expired calls that postponed a deadline (budget exhaustion: replenish
-          and postpone; not the deadline-miss checks the same timer makes)
+  B_ROUT  expiries of a slot's kernel timeout (qf_timer_fired, port.c) that postponed a
+          deadline (budget exhaustion: replenish and postpone), re-aiming included; the other
+          expiries (early ones, deadline-miss checks) are reported apart
+
+and, when the image has them, the same three events of the paper's design (every call of
+paper_baseline_switched_in/_switched_out/_budget_expired), with the ratio of the averages.
 
 Reported like Table 1 of the task-based CBS paper: average, O_f (the most frequent of the
 per-batch maxima, batches of BATCH consecutive events) and O_max (the largest sample). With
@@ -28,8 +32,15 @@ TRACE = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/[0-9a-f]+/[0-9a-f]+
 HOOKS = {
     "z_qf_switched_in": "SWT_TO",
     "z_qf_switched_out": "SWT_AY",
-    "qf_rs_timer_expired": "B_ROUT",
+    "qf_timer_fired": "B_ROUT",
+    # The kernel work of the paper's own hooks, run in the same image when the cbs-paper sample
+    # is built with CONFIG_CBS_PAPER_BASELINE (samples/cbs-paper/src/paper_baseline.c); every
+    # call counts.
+    "paper_baseline_switched_in": "paper SWT_TO",
+    "paper_baseline_switched_out": "paper SWT_AY",
+    "paper_baseline_budget_expired": "paper B_ROUT",
 }
+EVENTS = ("SWT_TO", "SWT_AY", "B_ROUT")
 # A switch hook only does CBS work when it touches the budget timer; a timer expiry is a budget
 # replenishment when it moves the thread's deadline.
 CBS_WORK = {"qf_port_timer_arm", "qf_port_timer_cancel"}
@@ -62,11 +73,17 @@ def measure(lines, kinds):
     """Yields (event, instructions, instructions per function) for every hook call."""
     active = None  # [hook, count, depth, instructions per function]
     previous = None
+    previous_pc = None
     for line in lines:
         match = TRACE.match(line)
         if not match:
             continue
         pc, symbol = int(match.group(1), 16), match.group(2)
+        # QEMU logs an instruction twice when it executes it again after ending the block early
+        # (icount I/O, a BASEPRI write): counting a repeated return would unnest twice.
+        if pc == previous_pc:
+            continue
+        previous_pc = pc
         if active is None:
             if symbol in HOOKS and previous != symbol:
                 active = [symbol, 0, 0, collections.Counter()]
@@ -102,28 +119,35 @@ def main():
     kinds = instruction_kinds(args.elf, args.objdump)
     samples = collections.defaultdict(list)
     profiles = collections.defaultdict(collections.Counter)
-    plain = collections.Counter()
+    plain = collections.defaultdict(list)
     for event, count, per_function in measure(sys.stdin, kinds):
         work = REPLENISH if event == "B_ROUT" else CBS_WORK
-        if work & per_function.keys():
+        if event.startswith("paper ") or work & per_function.keys():
             samples[event].append(count)
             profiles[event].update(per_function)
         else:
-            plain[event] += 1
+            plain[event].append(count)
     if not samples:
         sys.exit("qemu-overhead: no hook calls with CBS work found in the trace")
     print("event,samples,average,most_frequent_max,max (instructions)")
-    for event in ("SWT_TO", "SWT_AY", "B_ROUT"):
+    averages = {}
+    for event in EVENTS + tuple("paper " + e for e in EVENTS):
         if samples[event]:
             avg, freq, top = table(samples[event], args.batch)
+            averages[event] = avg
             print(f"{event},{len(samples[event])},{avg:.1f},{freq},{top}")
+    for event in EVENTS:
+        if event in averages and "paper " + event in averages:
+            print(f"# {event}: qfabric / paper's kernel work = "
+                  f"{averages[event] / averages['paper ' + event]:.2f} (averages)")
     if args.profile:
-        for event in ("SWT_TO", "SWT_AY", "B_ROUT"):
-            for function, total in profiles[event].most_common():
+        for event in EVENTS + tuple("paper " + e for e in EVENTS):
+            for function, total in profiles[event].most_common() if samples[event] else ():
                 print(f"# profile {event} {function} {total / len(samples[event]):.1f}")
-    for event, n in sorted(plain.items()):
-        print(f"# {n} {event} hook calls without CBS work (no budget, or a deadline-miss check)"
-              " not counted")
+    for event, counts in sorted(plain.items()):
+        print(f"# {len(counts)} {event} hook calls without CBS work (no budget, or a deadline-miss"
+              f" check or early expiry) not counted: average {statistics.mean(counts):.1f},"
+              f" max {max(counts)}")
 
 
 if __name__ == "__main__":

@@ -192,12 +192,13 @@ pub extern "C" fn z_qf_switched_out(thread: *mut KThread) {
     });
 }
 
-/// A slot's one-shot timer fired (timer interrupt): deadline-miss check, budget exhaustion.
+/// A slot's one-shot timer fired (timer interrupt) at tick `now`, which port.c has just read:
+/// deadline-miss check, budget exhaustion.
 #[no_mangle]
-pub extern "C" fn qf_rs_timer_expired(slot: u16) {
+pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     let id = ThreadId(slot);
     let (deferred, missed) = with_state(|state| {
-        let mut kernel = ZephyrKernel::new(&state.threads, Context::Timer, port::current());
+        let mut kernel = ZephyrKernel::new(&state.threads, Context::Timer, port::current()).at(now);
         let _ = state.sched.timer_expired(&mut kernel, id);
         let flagged = MISSED
             .get(id.index())

@@ -15,7 +15,7 @@
 #include <qfabric/qfabric.h>
 
 /* Implemented in Rust (src/api.rs). */
-void qf_rs_timer_expired(uint16_t slot);
+void qf_rs_timer_expired(uint16_t slot, uint64_t now);
 void qf_rs_thread_exit(struct k_thread *thread);
 
 /* errno values as this image's libc numbers them (glibc on native_sim differs from newlib). */
@@ -101,12 +101,15 @@ static void qf_timer_fired(struct _timeout *timeout)
 	if (!t->wanted) {
 		return;
 	}
-	if ((uint64_t)sys_clock_tick_get() < t->target) {
+	uint64_t now = (uint64_t)sys_clock_tick_get();
+
+	if (now < t->target) {
 		qf_timer_aim(t, t->target);
 		return;
 	}
 	t->wanted = false;
-	qf_rs_timer_expired((uint16_t)(t - qf_timers));
+	/* The tick just read is the expiry's time: the handler need not read the clock again. */
+	qf_rs_timer_expired((uint16_t)(t - qf_timers), now);
 }
 
 void qf_port_timer_arm(uint16_t slot, uint64_t at)

@@ -12,6 +12,7 @@
 #include <qfabric/qfabric.h>
 
 #include "paper_cases.h"
+#include "paper_baseline.h"
 #include "golden_tc1.h"
 #include "golden_tc2.h"
 
@@ -103,6 +104,9 @@ static void run_server(void *task, void *b, void *c)
 			/* Ending job j - 1 waits for job j's arrival. */
 			period_set(k_current_get(),
 				   cycles(t->jobs[j].arrival_ns - t->jobs[j - 1].arrival_ns));
+		}
+		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
+			paper_baseline_round(paper_case_ticks(running, t->budget_ns));
 		}
 		(void)deadline_set(k_current_get(), cycles(t->period_ns));
 		execute(t->jobs[j].work_ns);

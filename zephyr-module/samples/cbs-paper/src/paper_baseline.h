@@ -1,0 +1,15 @@
+/*
+ * The kernel work of the paper's CBS hooks, run in place for comparison with qfabric's
+ * (CONFIG_CBS_PAPER_BASELINE; see paper_baseline.c).
+ */
+#ifndef PAPER_BASELINE_H_
+#define PAPER_BASELINE_H_
+
+#include <stdint.h>
+
+/** One switch-in, switch-out and budget replenishment of the paper's design for the calling
+ *  thread, with a budget of @p budget_ticks; leaves the thread's deadline as it was.
+ */
+void paper_baseline_round(int64_t budget_ticks);
+
+#endif /* PAPER_BASELINE_H_ */
