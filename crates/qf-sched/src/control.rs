@@ -72,6 +72,10 @@ pub struct ControlBlock {
     pub(crate) on_cpu: bool,
     pub(crate) timer_at: Option<u64>,
     pub(crate) admitted: Bandwidth,
+    /// The (numerator, denominator) `admitted` was computed from: a thread that keeps its
+    /// budget and relative deadline asks for the same bandwidth every cycle, and the division
+    /// (128-bit, thousands of instructions on a 32-bit MCU) need not be done again.
+    pub(crate) admitted_for: Option<(u64, u64)>,
 }
 
 impl ControlBlock {
@@ -100,6 +104,7 @@ impl ControlBlock {
         on_cpu: false,
         timer_at: None,
         admitted: Bandwidth::ZERO,
+        admitted_for: None,
     };
 
     /// Whether the slot is attached to a thread.
@@ -149,16 +154,26 @@ impl ControlBlock {
         self.admitted
     }
 
-    /// The bandwidth this thread asks for if its next cycle has relative deadline `rel`:
-    /// `Q/T` with a CBS, `WCET/period` for a periodic thread with a declared WCET, else none.
-    pub(crate) fn requested_bandwidth(&self, rel: u64) -> Bandwidth {
+    /// The bandwidth this thread asks for if its next cycle has relative deadline `rel`, as the
+    /// ratio (numerator, denominator): `Q/T` with a CBS, `WCET/period` for a periodic thread
+    /// with a declared WCET, else none (0/1).
+    pub(crate) fn requested_terms(&self, rel: u64) -> (u64, u64) {
         if self.server.enabled() {
-            Bandwidth::ratio(self.server.budget_max, rel).unwrap_or(Bandwidth::ZERO)
+            (self.server.budget_max, rel)
         } else if self.period > 0 && self.wcet > 0 {
-            Bandwidth::ratio(self.wcet, self.period).unwrap_or(Bandwidth::ZERO)
+            (self.wcet, self.period)
         } else {
-            Bandwidth::ZERO
+            (0, 1)
         }
+    }
+
+    /// The bandwidth [`Self::requested_terms`] stand for (the admitted one if they are the
+    /// terms it was computed from).
+    pub(crate) fn requested_bandwidth(&self, terms: (u64, u64)) -> Bandwidth {
+        if self.admitted_for == Some(terms) {
+            return self.admitted;
+        }
+        Bandwidth::ratio(terms.0, terms.1).unwrap_or(Bandwidth::ZERO)
     }
 
     fn record<const E: usize>(

@@ -325,7 +325,8 @@ fn admit(
     bound: Bandwidth,
     total: Bandwidth,
 ) -> Result<Bandwidth, Error> {
-    let requested = block.requested_bandwidth(rel);
+    let terms = block.requested_terms(rel);
+    let requested = block.requested_bandwidth(terms);
     let others = total.saturating_sub(block.admitted);
     if others.saturating_add(requested) > bound {
         let ppm = |b: Bandwidth| u32::try_from(b.ppm()).unwrap_or(u32::MAX);
@@ -336,5 +337,6 @@ fn admit(
         });
     }
     block.admitted = requested;
+    block.admitted_for = Some(terms);
     Ok(others.saturating_add(requested))
 }

@@ -376,6 +376,36 @@ fn admission_control_refuses_a_thread_that_would_exceed_the_bound_and_changes_no
 }
 
 #[test]
+fn admission_follows_every_change_of_budget_and_relative_deadline() {
+    // The admitted bandwidth is reused while budget and relative deadline stay the same, so
+    // each change must still be seen: cycles end and begin with the new terms each time.
+    let (mut sched, mut k) = setup(&[T0]);
+    sched.admission_bound_set(Bandwidth::ratio(1, 1));
+    sched.cbs_budget_set(T0, 3).unwrap();
+    for (budget, rel, ppm) in [
+        (3, 8, 375_000),
+        (3, 8, 375_000),
+        (2, 8, 250_000),
+        (2, 4, 500_000),
+        (2, 4, 500_000),
+        (3, 8, 375_000),
+        (5, 5, 1_000_000),
+    ] {
+        sched.cbs_budget_set(T0, budget).unwrap();
+        assert_eq!(sched.deadline_set(&mut k, T0, rel), Ok(()));
+        assert_eq!(sched.admitted_total().ppm(), ppm, "Q = {budget}, T = {rel}");
+    }
+    // Refused with the same terms as the last admitted ones would be wrong: they fit exactly.
+    assert_eq!(sched.deadline_set(&mut k, T0, 5), Ok(()));
+    sched.cbs_budget_set(T0, 6).unwrap();
+    assert!(matches!(
+        sched.deadline_set(&mut k, T0, 5),
+        Err(Error::AdmissionRejected { .. })
+    ));
+    assert_eq!(sched.admitted_total().ppm(), 1_000_000);
+}
+
+#[test]
 fn calls_for_unknown_or_detached_threads_return_an_error() {
     let (mut sched, mut k) = setup(&[T0]);
     assert_eq!(
