@@ -147,7 +147,11 @@ pub fn serve<C: Clock + ?Sized, const N: usize>(
         };
         return reject(header, Some(task), error, out);
     }
-    let window = replay.window_mut(task);
+    // Step 3 onwards is one copy per task whatever the clock and window size: a port that
+    // serves with two window sizes (the MCU executor and its chains) then carries the six
+    // typed kernels' paths once, not twice (about 5 KB on a Cortex-M4).
+    let window: &mut dyn Accept = replay.window_mut(task);
+    let clock: &dyn Clock = &ClockRef(clock);
     match task {
         Task::Add => execute(&frame, task, kernels::add, clock, window, out),
         Task::AbiProbe => execute(&frame, task, kernels::abi_probe, clock, window, out),
@@ -158,19 +162,38 @@ pub fn serve<C: Clock + ?Sized, const N: usize>(
     }
 }
 
+/// The replay check of step 4, without the window's capacity in its type.
+trait Accept {
+    fn accept(&mut self, epoch: u32, invocation_id: u64) -> Result<(), AbiError>;
+}
+
+impl<const N: usize> Accept for ReplayWindow<N> {
+    fn accept(&mut self, epoch: u32, invocation_id: u64) -> Result<(), AbiError> {
+        ReplayWindow::accept(self, epoch, invocation_id)
+    }
+}
+
+/// A caller's clock (possibly unsized) as a `dyn Clock`.
+struct ClockRef<'a, C: Clock + ?Sized>(&'a C);
+
+impl<C: Clock + ?Sized> Clock for ClockRef<'_, C> {
+    fn now_ns(&self) -> u64 {
+        self.0.now_ns()
+    }
+}
+
 /// Steps 3–6 for one task with its typed kernel.
-fn execute<Req, Resp, C, const N: usize>(
+fn execute<Req, Resp>(
     frame: &Frame<'_>,
     task: Task,
     kernel: fn(&Req) -> Resp,
-    clock: &C,
-    window: &mut ReplayWindow<N>,
+    clock: &dyn Clock,
+    window: &mut dyn Accept,
     out: &mut [u8],
 ) -> Result<Served, AbiError>
 where
     Req: DeserializeOwned,
     Resp: Serialize,
-    C: Clock + ?Sized,
 {
     let header = frame.header;
     let request: Req = match frame.payload_as() {
