@@ -83,11 +83,28 @@ static void sleep_until(uint64_t ns)
 	k_sleep(K_TIMEOUT_ABS_TICKS(time_zero + paper_case_ticks(running, ns)));
 }
 
+/*
+ * Returns at the tick of @p ns, already running. A periodic task's first deadline_set is its
+ * first release, and the rest of its period grid follows from it: woken at that tick, the task
+ * would be released a wake-up later (interrupt, switch, return from k_sleep), which under QEMU
+ * icount can cross a tick boundary. Its grid would then lag the CBS tasks' by a tick, and the
+ * task sets' deadline ties (Test Case 2 at t = 12) would become strict orders.
+ */
+static void run_from(uint64_t ns)
+{
+	int64_t at = time_zero + paper_case_ticks(running, ns);
+
+	k_sleep(K_TIMEOUT_ABS_TICKS(at - 1));
+	while (k_uptime_ticks() < at) {
+		k_busy_wait(1); /* advances time on native_sim too */
+	}
+}
+
 static void run_periodic(void *task, void *b, void *c)
 {
 	const struct qf_golden_task *t = task;
 
-	sleep_until(t->offset_ns);
+	run_from(t->offset_ns);
 	while (true) {
 		(void)deadline_set(k_current_get(), cycles(t->deadline_ns));
 		execute(t->wcet_ns);
