@@ -98,6 +98,13 @@ function(qfabric_rust_staticlib)
     set(chains ${CONFIG_QFABRIC_EXECUTOR_MAX_CHAINS})
     set(features --features executor)
   endif()
+  # Cargo.toml's release profile optimises for size (opt-level "s"); a kernel built with -Oz
+  # (CONFIG_SIZE_OPTIMIZATIONS_AGGRESSIVE, e.g. a Cortex-M4 running from 64 KiB of RETRAM) gets
+  # the Rust library at opt-level "z" too.
+  set(opt_level)
+  if(CONFIG_SIZE_OPTIMIZATIONS_AGGRESSIVE)
+    set(opt_level CARGO_PROFILE_RELEASE_OPT_LEVEL=z)
+  endif()
   set(trace_events 0)
   set(trace_switches 0)
   if(CONFIG_QFABRIC_TRACE)
@@ -111,7 +118,7 @@ function(qfabric_rust_staticlib)
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/qfabric-cargo.always
     BYPRODUCTS ${lib}
     COMMAND ${CMAKE_COMMAND} -E env
-      RUSTC=${QFABRIC_RUSTC} ${bootstrap}
+      RUSTC=${QFABRIC_RUSTC} ${bootstrap} ${opt_level}
       QFABRIC_MAX_THREADS=${CONFIG_QFABRIC_MAX_THREADS}
       QFABRIC_TRACE_EVENTS=${trace_events}
       QFABRIC_TRACE_SWITCHES=${trace_switches}
