@@ -138,6 +138,19 @@ static void expect_chain_results(uint64_t first, int count)
 	}
 }
 
+/* The reference's golden add request from "qfabric" on the host; answered INT32_MIN + INT32_MAX. */
+static void send_golden_add_request(void)
+{
+	static const uint8_t minus_one[4] = {0xff, 0xff, 0xff, 0xff};
+
+	memcpy(frame, golden_add_request, sizeof(golden_add_request));
+	zassert_equal(host_send(HOST_EPT_QFABRIC, frame, sizeof(golden_add_request)),
+		      sizeof(golden_add_request));
+	expect_message(HOST_EPT_QFABRIC, expected,
+		       expected_response(golden_add_request, QF_STATUS_OK, minus_one,
+					 sizeof(minus_one), expected));
+}
+
 static void host_must_be_up(void *fixture)
 {
 	ARG_UNUSED(fixture);
@@ -199,7 +212,6 @@ ZTEST(rpmsg_bringup, test_host_sets_up_the_vdev_and_the_executor_announces_qfabr
 
 ZTEST(rpmsg_silent_host, test_chain_results_are_send_failures_until_the_host_writes)
 {
-	static const uint8_t minus_one[4] = {0xff, 0xff, 0xff, 0xff};
 	struct qf_chain_stats stats;
 	int chain = start_add_chain(1000);
 
@@ -216,12 +228,7 @@ ZTEST(rpmsg_silent_host, test_chain_results_are_send_failures_until_the_host_wri
 		      -ENOTCONN, "the sink has no destination yet");
 
 	/* The host's first frame, the reference's golden add request, is answered ... */
-	memcpy(frame, golden_add_request, sizeof(golden_add_request));
-	zassert_equal(host_send(HOST_EPT_QFABRIC, frame, sizeof(golden_add_request)),
-		      sizeof(golden_add_request));
-	expect_message(HOST_EPT_QFABRIC, expected,
-		       expected_response(golden_add_request, QF_STATUS_OK, minus_one,
-					 sizeof(minus_one), expected));
+	send_golden_add_request();
 	/* ... and from the next release on every result reaches the host, one per period. */
 	expect_chain_results(1003, 3);
 	k_sleep(K_MSEC(PERIOD_MS / 2));
@@ -237,14 +244,7 @@ ZTEST(rpmsg_silent_host, test_chain_results_are_send_failures_until_the_host_wri
 
 ZTEST(rpmsg_frames, test_golden_add_request_is_answered_byte_for_byte)
 {
-	static const uint8_t minus_one[4] = {0xff, 0xff, 0xff, 0xff};
-
-	memcpy(frame, golden_add_request, sizeof(golden_add_request));
-	zassert_equal(host_send(HOST_EPT_QFABRIC, frame, sizeof(golden_add_request)),
-		      sizeof(golden_add_request));
-	expect_message(HOST_EPT_QFABRIC, expected,
-		       expected_response(golden_add_request, QF_STATUS_OK, minus_one,
-					 sizeof(minus_one), expected));
+	send_golden_add_request();
 	/* The executor's replay window sees the frame once: the same frame again is refused. */
 	expect_rejection(HOST_EPT_QFABRIC, sizeof(golden_add_request), QF_STATUS_DUPLICATE);
 }
