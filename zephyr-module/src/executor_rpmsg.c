@@ -12,7 +12,10 @@
  * Sizes: an rpmsg buffer is RPMSG_BUFFER_SIZE (512) bytes with a 16-byte header, so a message
  * carries at most 496 bytes (rpmsg_get_tx_buffer_size()). Every declared response fits (at most
  * 100 bytes); a response that would not is answered EXECUTION_ERROR by the dispatcher, and a
- * chain result that would not is refused with -EMSGSIZE. Linux cannot send more than 496 bytes.
+ * chain result that would not is refused with -EMSGSIZE (OpenAMP's send would cut it to 496).
+ * Linux cannot send more than 496 bytes; an OpenAMP host cuts a longer message, and the frame's
+ * payload length makes that MALFORMED. tests/executor-rpmsg runs all this against an OpenAMP
+ * host in the same image.
  */
 #include <zephyr/kernel.h>
 #include <zephyr/device.h>
@@ -39,7 +42,6 @@ LOG_MODULE_REGISTER(qfabric_executor, LOG_LEVEL_INF);
 #define QF_RPMSG_PAYLOAD_MAX (RPMSG_BUFFER_SIZE - QF_RPMSG_HDR_LEN)
 
 #define SHM_NODE DT_CHOSEN(zephyr_ipc_shm)
-#define SHM_START_ADDR DT_REG_ADDR(SHM_NODE)
 #define SHM_SIZE DT_REG_SIZE(SHM_NODE)
 
 #if CONFIG_IPM_MAX_DATA_SIZE > 0
@@ -50,7 +52,7 @@ LOG_MODULE_REGISTER(qfabric_executor, LOG_LEVEL_INF);
 
 static const struct device *const ipm_handle = DEVICE_DT_GET(DT_CHOSEN(zephyr_ipc));
 
-static metal_phys_addr_t shm_physmap = SHM_START_ADDR;
+static metal_phys_addr_t shm_physmap;
 static metal_phys_addr_t rsc_tab_physmap;
 static struct metal_io_region shm_io;
 static struct metal_io_region rsc_io;
@@ -59,6 +61,18 @@ static void *rsc_table;
 static struct rpmsg_endpoint qf_ept;
 
 static K_SEM_DEFINE(qf_ipm_sem, 0, 1);
+
+/*
+ * On a board the shared memory is where the chosen node says, and the vring and buffer
+ * addresses Linux writes are those physical addresses. Weak so that an image whose shared memory
+ * has no fixed address can provide it: on native_sim "physical" memory is the host process's, so
+ * tests/executor-rpmsg (which plays Linux in the same image) defines this to return its own
+ * buffer. Every board keeps this definition, so its path is the chosen node's address as before.
+ */
+__weak void *qf_executor_rpmsg_shm(void)
+{
+	return (void *)DT_REG_ADDR(SHM_NODE);
+}
 
 static void qf_ipm_callback(const struct device *dev, void *context, uint32_t id,
 			    volatile void *data)
@@ -131,7 +145,11 @@ static int qf_platform_init(void)
 		LOG_ERR("metal_init: %d", status);
 		return status;
 	}
-	metal_io_init(&shm_io, (void *)SHM_START_ADDR, &shm_physmap, SHM_SIZE, -1, 0,
+	void *shm = qf_executor_rpmsg_shm();
+
+	/* This core addresses the memory at its physical address (no MMU). */
+	shm_physmap = (metal_phys_addr_t)(uintptr_t)shm;
+	metal_io_init(&shm_io, shm, &shm_physmap, SHM_SIZE, -1, 0,
 		      addr_translation_get_ops(shm_physmap));
 	rsc_table_get(&rsc_table, &rsc_size);
 	rsc_tab_physmap = (uintptr_t)rsc_table;
@@ -160,13 +178,13 @@ static struct rpmsg_device *qf_create_rpmsg_vdev(void)
 	rproc_virtio_wait_remote_ready(vdev);
 
 	vring = rsc_table_get_vring0(rsc_table);
-	if (rproc_virtio_init_vring(vdev, 0, vring->notifyid, (void *)vring->da, &rsc_io,
-				    vring->num, vring->align) != 0) {
+	if (rproc_virtio_init_vring(vdev, 0, vring->notifyid, (void *)(uintptr_t)vring->da,
+				    &rsc_io, vring->num, vring->align) != 0) {
 		goto failed;
 	}
 	vring = rsc_table_get_vring1(rsc_table);
-	if (rproc_virtio_init_vring(vdev, 1, vring->notifyid, (void *)vring->da, &rsc_io,
-				    vring->num, vring->align) != 0) {
+	if (rproc_virtio_init_vring(vdev, 1, vring->notifyid, (void *)(uintptr_t)vring->da,
+				    &rsc_io, vring->num, vring->align) != 0) {
 		goto failed;
 	}
 	if (rpmsg_init_vdev(&rvdev, vdev, NULL, &shm_io, NULL) != 0) {

@@ -81,6 +81,15 @@ typedef int (*qf_executor_sink_t)(const uint8_t *frame, size_t len, void *ctx);
 /** Where chain results go (replaces the previous sink; NULL drops them, counted as failures). */
 void qf_executor_sink_set(qf_executor_sink_t sink, void *ctx);
 
+/**
+ * The rpmsg transport's shared memory (vrings and buffers, the size of the chosen zephyr,ipc_shm
+ * node) as this core addresses it. The module's definition is weak and returns the chosen node's
+ * address, which is right on every board; an image whose shared memory has no fixed address
+ * (native_sim, whose memory is the host process's) defines its own
+ * (CONFIG_QFABRIC_EXECUTOR_RPMSG only).
+ */
+void *qf_executor_rpmsg_shm(void);
+
 /** A resident chain to start. */
 struct qf_chain_config {
 	/** ABI v1 request frame run every period (copied; checked by a dry run of the task). */

@@ -10,65 +10,12 @@
 #include <qfabric/qfabric.h>
 #include <qfabric/executor.h>
 
+#include "qf_test_frames.h"
+
 #define TICKS_PER_MS (CONFIG_SYS_CLOCK_TICKS_PER_SEC / 1000)
 /* Timer expiries and wake-ups land on the next tick boundary at the latest. */
 #define SLACK_TICKS 2
 #define CHAIN_PRIO 5
-#define HEADER_LEN 36
-
-enum task_id {
-	TASK_ADD = 1,
-	TASK_CRC32 = 3,
-	TASK_FIR_X1 = 4,
-	TASK_FIR_X512 = 6,
-};
-
-static void put_be(uint8_t *p, uint64_t value, int bytes)
-{
-	for (int i = bytes - 1; i >= 0; i--) {
-		p[i] = (uint8_t)value;
-		value >>= 8;
-	}
-}
-
-static uint64_t get_be(const uint8_t *p, int bytes)
-{
-	uint64_t value = 0;
-
-	for (int i = 0; i < bytes; i++) {
-		value = (value << 8) | p[i];
-	}
-	return value;
-}
-
-/* An ABI v1 request frame (pure effect, no contract or deadline) into @p buf; returns its length. */
-static size_t request(uint8_t *buf, uint32_t task, uint64_t invocation, uint32_t epoch,
-		      const uint8_t *payload, uint16_t len)
-{
-	memcpy(buf, "QFAB", 4);
-	buf[4] = 1; /* version */
-	buf[5] = 1; /* request */
-	buf[6] = 1; /* pure */
-	buf[7] = 0; /* status */
-	put_be(buf + 8, task, 4);
-	put_be(buf + 12, invocation, 8);
-	put_be(buf + 20, epoch, 4);
-	put_be(buf + 24, 0, 4);
-	put_be(buf + 28, 0, 4);
-	put_be(buf + 32, len, 2);
-	put_be(buf + 34, 0, 2);
-	memcpy(buf + HEADER_LEN, payload, len);
-	return HEADER_LEN + len;
-}
-
-static size_t add_request(uint8_t *buf, uint64_t invocation, uint32_t epoch, int32_t a, int32_t b)
-{
-	uint8_t payload[8];
-
-	put_be(payload, (uint32_t)a, 4);
-	put_be(payload + 4, (uint32_t)b, 4);
-	return request(buf, TASK_ADD, invocation, epoch, payload, sizeof(payload));
-}
 
 static uint8_t req[QF_FRAME_MAX_LEN + 8];
 static uint8_t out[QF_FRAME_MAX_LEN];
@@ -113,21 +60,21 @@ ZTEST(qfabric_executor, test_valid_frame_is_answered_ok_with_its_result)
 
 ZTEST(qfabric_executor, test_golden_add_request_of_the_reference)
 {
-	/* "add-request-integer-boundaries" of the QFabric ABI v1 golden vectors. */
-	static const uint8_t golden[] = {
-		0x51, 0x46, 0x41, 0x42, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x01,
-		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x00, 0x00, 0x00, 0x07,
-		0x00, 0x00, 0x00, 0x0b, 0x00, 0x00, 0xc3, 0x50, 0x00, 0x08, 0x00, 0x00,
-		0x80, 0x00, 0x00, 0x00, 0x7f, 0xff, 0xff, 0xff,
-	};
 	struct qf_served served;
 
 	qf_executor_replay_reset();
-	memcpy(req, golden, sizeof(golden));
-	zassert_equal(serve(sizeof(golden), sizeof(out), &served), QF_STATUS_OK);
+	memcpy(req, golden_add_request, sizeof(golden_add_request));
+	zassert_equal(serve(sizeof(golden_add_request), sizeof(out), &served), QF_STATUS_OK);
 	zassert_equal(get_be(out + 24, 4), 11, "contract id echoed");
 	zassert_equal(get_be(out + 28, 4), 50000, "deadline echoed");
 	zassert_equal((int32_t)get_be(out + HEADER_LEN, 4), -1, "INT32_MIN + INT32_MAX");
+
+	uint8_t expected[HEADER_LEN + 4];
+	static const uint8_t minus_one[4] = {0xff, 0xff, 0xff, 0xff};
+
+	zassert_equal(expected_response(golden_add_request, QF_STATUS_OK, minus_one, 4, expected),
+		      served.len);
+	zassert_mem_equal(out, expected, served.len, "the whole response, byte for byte");
 }
 
 ZTEST(qfabric_executor, test_compute_time_comes_from_the_cycle_counter)
