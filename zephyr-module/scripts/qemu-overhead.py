@@ -41,6 +41,7 @@ HOOKS = {
     "paper_baseline_budget_expired": "paper B_ROUT",
 }
 EVENTS = ("SWT_TO", "SWT_AY", "B_ROUT")
+ALL_EVENTS = EVENTS + tuple("paper " + event for event in EVENTS)
 # A switch hook only does CBS work when it touches the budget timer; a timer expiry is a budget
 # replenishment when it moves the thread's deadline.
 CBS_WORK = {"qf_port_timer_arm", "qf_port_timer_cancel"}
@@ -131,7 +132,7 @@ def main():
         sys.exit("qemu-overhead: no hook calls with CBS work found in the trace")
     print("event,samples,average,most_frequent_max,max (instructions)")
     averages = {}
-    for event in EVENTS + tuple("paper " + e for e in EVENTS):
+    for event in ALL_EVENTS:
         if samples[event]:
             avg, freq, top = table(samples[event], args.batch)
             averages[event] = avg
@@ -141,7 +142,7 @@ def main():
             print(f"# {event}: qfabric / paper's kernel work = "
                   f"{averages[event] / averages['paper ' + event]:.2f} (averages)")
     if args.profile:
-        for event in EVENTS + tuple("paper " + e for e in EVENTS):
+        for event in ALL_EVENTS:
             for function, total in profiles[event].most_common() if samples[event] else ():
                 print(f"# profile {event} {function} {total / len(samples[event]):.1f}")
     for event, counts in sorted(plain.items()):

@@ -78,9 +78,15 @@ static void execute(uint64_t ns)
 	}
 }
 
+/* The absolute tick of @p ns (scaled) from this run's time zero. */
+static int64_t tick_of(uint64_t ns)
+{
+	return time_zero + paper_case_ticks(running, ns);
+}
+
 static void sleep_until(uint64_t ns)
 {
-	k_sleep(K_TIMEOUT_ABS_TICKS(time_zero + paper_case_ticks(running, ns)));
+	k_sleep(K_TIMEOUT_ABS_TICKS(tick_of(ns)));
 }
 
 /*
@@ -92,7 +98,7 @@ static void sleep_until(uint64_t ns)
  */
 static void run_from(uint64_t ns)
 {
-	int64_t at = time_zero + paper_case_ticks(running, ns);
+	int64_t at = tick_of(ns);
 
 	k_sleep(K_TIMEOUT_ABS_TICKS(at - 1));
 	while (k_uptime_ticks() < at) {
