@@ -6,7 +6,7 @@
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::Ordering;
 
-use qf_sched::{Callback, Error, Kernel as _, ThreadId};
+use qf_sched::{Callback, Error, ThreadId};
 
 use crate::kernel::{Context, Deferred, ZephyrKernel};
 use crate::port::{self, KThread, MissCallbackFn, Thread};
@@ -73,24 +73,26 @@ fn configure(thread: *mut KThread, set: impl FnOnce(&mut State, ThreadId) -> c_i
 #[no_mangle]
 pub extern "C" fn qf_thread_deadline_set(thread: *mut KThread, deadline: c_int) -> c_int {
     let thread = Thread(thread);
-    let caller = port::current();
+    let context = Context::Api {
+        caller: port::current(),
+    };
+    let mut deferred = Deferred::default();
     let entered = with_state(|state| {
         let id = state.threads.find(thread)?;
-        if thread != caller {
+        if context != (Context::Api { caller: thread }) {
             // Periods and budgets are the thread's own business: only it starts its cycles.
-            return Some((negative(Errno::Invalid), Deferred::default()));
+            return Some(negative(Errno::Invalid));
         }
         let rel = match ticks(deadline) {
             Ok(rel) => rel,
-            Err(errno) => return Some((errno, Deferred::default())),
+            Err(errno) => return Some(errno),
         };
-        let mut kernel = ZephyrKernel::new(&state.threads, Context::Api, caller);
-        let result = state.sched.deadline_set(&mut kernel, id, rel);
-        Some((status(result), kernel.deferred))
+        let mut kernel = ZephyrKernel::new(&state.threads, context, port::now(), &mut deferred);
+        Some(status(state.sched.deadline_set(&mut kernel, id, rel)))
     });
     match entered {
-        Some((errno, deferred)) => {
-            deferred.run(Context::Api);
+        Some(errno) => {
+            deferred.run(context);
             errno
         }
         None => {
@@ -168,12 +170,14 @@ pub extern "C" fn z_qf_switched_in(thread: *mut KThread) {
     with_state(|state| {
         let same_switch = port::switch_tick_take_valid();
         if let Some(id) = state.threads.find(Thread(thread)) {
-            let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
-            if same_switch {
-                kernel = kernel.at(state.switch_tick);
-            }
+            let now = if same_switch {
+                state.switch_tick
+            } else {
+                port::now()
+            };
+            let mut kernel = ZephyrKernel::in_scheduler(&state.threads, now);
             let _ = state.sched.switched_in(&mut kernel, id);
-            state.switches.record(|| kernel.now(), id, true);
+            state.switches.record(|| now, id, true);
         }
     });
 }
@@ -183,9 +187,10 @@ pub extern "C" fn z_qf_switched_in(thread: *mut KThread) {
 pub extern "C" fn z_qf_switched_out(thread: *mut KThread) {
     with_state(|state| {
         if let Some(id) = state.threads.find(Thread(thread)) {
-            let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
+            let now = port::now();
+            let mut kernel = ZephyrKernel::in_scheduler(&state.threads, now);
             let _ = state.sched.switched_out(&mut kernel, id);
-            state.switch_tick = kernel.now();
+            state.switch_tick = now;
             port::switch_tick_set_valid();
             state.switches.record(|| state.switch_tick, id, false);
         }
@@ -197,17 +202,19 @@ pub extern "C" fn z_qf_switched_out(thread: *mut KThread) {
 #[no_mangle]
 pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     let id = ThreadId(slot);
-    let (deferred, missed) = with_state(|state| {
-        let mut kernel = ZephyrKernel::new(&state.threads, Context::Timer, port::current()).at(now);
+    let mut deferred = Deferred::default();
+    let missed = with_state(|state| {
+        let mut kernel = ZephyrKernel::new(&state.threads, Context::Timer, now, &mut deferred);
         let _ = state.sched.timer_expired(&mut kernel, id);
-        let flagged = MISSED
-            .get(id.index())
-            .is_some_and(|flag| flag.swap(false, Ordering::Relaxed));
-        let missed = flagged
-            .then(|| state.miss_callbacks.get(id.index()).copied().flatten())
-            .flatten()
-            .map(|callback| (callback, state.threads.thread(id)));
-        (kernel.deferred, missed)
+        // Load and store, not a swap: the flag is only touched with the lock held, and a swap
+        // is an exclusive-access loop on Arm.
+        let flag = MISSED.get(id.index())?;
+        if !flag.load(Ordering::Relaxed) {
+            return None;
+        }
+        flag.store(false, Ordering::Relaxed);
+        let callback = state.miss_callbacks.get(id.index()).copied().flatten()?;
+        Some((callback, state.threads.thread(id)))
     });
     if let Some((callback, thread)) = missed {
         port::miss_callback(callback.func, thread, callback.arg);
@@ -220,7 +227,7 @@ pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
 pub extern "C" fn qf_rs_thread_exit(thread: *mut KThread) {
     with_state(|state| {
         if let Some(id) = state.threads.find(Thread(thread)) {
-            let mut kernel = ZephyrKernel::new(&state.threads, Context::Scheduler, Thread(thread));
+            let mut kernel = ZephyrKernel::in_scheduler(&state.threads, port::now());
             let _ = state.sched.detach(&mut kernel, id);
             state.threads.release(id);
             state.miss_callbacks[id.index()] = None;

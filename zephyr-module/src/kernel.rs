@@ -2,8 +2,6 @@
 //! or switch context (sleeping until the next period, throttling, rescheduling) is recorded in
 //! [`Deferred`] and carried out by [`Deferred::run`] once the lock is released.
 
-use core::cell::Cell;
-
 use qf_sched::{Kernel, ThreadId};
 
 use crate::port::{self, Thread};
@@ -12,8 +10,8 @@ use crate::threads::Registry;
 /// Where the scheduler was entered from; decides what a deferred action may do.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Context {
-    /// A thread's own API call (may block).
-    Api,
+    /// An API call of the running thread `caller` (which may block).
+    Api { caller: Thread },
     /// A timer expiry (interrupt context: must not block).
     Timer,
     /// Inside the kernel's scheduler: a context-switch hook or a thread's exit. May neither
@@ -30,44 +28,56 @@ pub struct Deferred {
 }
 
 /// The Zephyr kernel as `qf-sched` sees it, for one locked entry.
+///
+/// Built on every context switch and timer expiry, which are counted in instructions, so it is
+/// small: the entry's tick is read before (once, lock held), and the deferred actions go to
+/// the caller's [`Deferred`], which outlives the lock (one carried out by value would be
+/// copied on every entry). Entries from inside the scheduler have none: nothing they could
+/// defer may run there (see [`Deferred::run`]).
 pub struct ZephyrKernel<'a> {
     threads: &'a Registry,
     context: Context,
-    caller: Thread,
-    /// The tick of this entry: the clock is read once, with the lock held, on first use.
-    now: Cell<Option<u64>>,
-    pub deferred: Deferred,
+    now: u64,
+    deferred: Option<&'a mut Deferred>,
 }
 
 impl<'a> ZephyrKernel<'a> {
-    /// An entry from `context` on behalf of thread `caller` (the running thread).
-    pub fn new(threads: &'a Registry, context: Context, caller: Thread) -> Self {
+    /// An entry from a thread's API call or a timer expiry at tick `now`, recording what must
+    /// wait for the lock's release in `deferred`.
+    pub fn new(
+        threads: &'a Registry,
+        context: Context,
+        now: u64,
+        deferred: &'a mut Deferred,
+    ) -> Self {
         ZephyrKernel {
             threads,
             context,
-            caller,
-            now: Cell::new(None),
-            deferred: Deferred::default(),
+            now,
+            deferred: Some(deferred),
         }
     }
 
-    /// An entry whose time is already known (read by the other hook of the same switch).
-    pub fn at(mut self, tick: u64) -> Self {
-        self.now = Cell::new(Some(tick));
-        self
+    /// An entry from inside the kernel's scheduler (a context-switch hook, a thread's exit) at
+    /// tick `now`.
+    pub fn in_scheduler(threads: &'a Registry, now: u64) -> Self {
+        ZephyrKernel {
+            threads,
+            context: Context::Scheduler,
+            now,
+            deferred: None,
+        }
+    }
+
+    /// Where to record a deferred action (`None` inside the scheduler: it is dropped).
+    fn deferred(&mut self) -> Option<&mut Deferred> {
+        self.deferred.as_deref_mut()
     }
 }
 
 impl Kernel for ZephyrKernel<'_> {
     fn now(&self) -> u64 {
-        match self.now.get() {
-            Some(tick) => tick,
-            None => {
-                let tick = port::now();
-                self.now.set(Some(tick));
-                tick
-            }
-        }
+        self.now
     }
 
     fn timer_arm(&mut self, thread: ThreadId, at: u64) {
@@ -84,22 +94,28 @@ impl Kernel for ZephyrKernel<'_> {
             port::deadline_set(handle, deadline);
             // A later deadline for the running thread must let an earlier one run now, not at
             // the next scheduling point (upstream's deadline_set waits for one).
-            self.deferred.reschedule = true;
+            self.reschedule();
         }
     }
 
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         let handle = self.threads.thread(thread);
-        if self.context == Context::Api && handle == self.caller {
+        let own_call = self.context == (Context::Api { caller: handle });
+        let Some(deferred) = self.deferred() else {
+            return;
+        };
+        if own_call {
             // The thread waits for its next periodic activation: it sleeps right after the call.
-            self.deferred.sleep_until = Some(at);
+            deferred.sleep_until = Some(at);
         } else if !handle.0.is_null() {
-            self.deferred.throttle = Some((thread, handle, at));
+            deferred.throttle = Some((thread, handle, at));
         }
     }
 
     fn reschedule(&mut self) {
-        self.deferred.reschedule = true;
+        if let Some(deferred) = self.deferred() {
+            deferred.reschedule = true;
+        }
     }
 }
 
@@ -109,7 +125,7 @@ impl Deferred {
     /// Inside the scheduler nothing can be done: the kernel is already choosing the next
     /// thread, and qf-sched only throttles from a switch hook in hard-reservation mode, which
     /// the Zephyr API does not offer.
-    pub fn run(self, context: Context) {
+    pub fn run(&self, context: Context) {
         if context == Context::Scheduler {
             return;
         }

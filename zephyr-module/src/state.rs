@@ -27,27 +27,22 @@ pub struct State {
     pub switches: switch_log::Log,
     /// The tick the last switch-out hook read (see `port::switch_tick_take_valid`).
     pub switch_tick: u64,
-    configured: bool,
 }
 
 impl State {
+    /// Configured at compile time, so no entry has to check for a first use.
     const fn new() -> Self {
+        let mut sched = Scheduler::new();
+        if ADMISSION {
+            sched.admission_bound_set(Some(Bandwidth::ONE));
+        }
         State {
-            sched: Scheduler::new(),
+            sched,
             threads: Registry::new(),
             miss_callbacks: [None; MAX_THREADS],
             switches: switch_log::Log::new(),
             switch_tick: 0,
-            configured: false,
         }
-    }
-
-    /// One-time configuration that `Scheduler::new` (const) cannot do.
-    fn configure(&mut self) {
-        if ADMISSION {
-            self.sched.admission_bound_set(Some(Bandwidth::ONE));
-        }
-        self.configured = true;
     }
 }
 
@@ -76,9 +71,6 @@ pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
     let key = port::lock();
     // SAFETY: the lock is held until after `f` returns, so this is the only reference.
     let state = unsafe { &mut *STATE.0.get() };
-    if !state.configured {
-        state.configure();
-    }
     let result = f(state);
     port::unlock(key);
     result
