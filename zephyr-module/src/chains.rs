@@ -20,25 +20,8 @@ use crate::config::MAX_CHAINS;
 use crate::executor_port::{self, CycleClock};
 use crate::port::{self, negative, Errno, KThread, Line, Thread};
 
-/// `struct qf_chain_config` (include/qfabric/executor.h).
-#[repr(C)]
-pub struct QfChainConfig {
-    pub request: *const u8,
-    pub request_len: usize,
-    pub period: c_int,
-    pub budget: c_int,
-    pub priority: c_int,
-}
-
-/// `struct qf_chain_stats` (include/qfabric/executor.h): qf-chain's counters, in their order,
-/// then the next invocation id. Ten `u64`s, no padding, as the C struct.
-#[repr(C)]
-pub struct QfChainStats {
-    pub stats: ChainStats,
-    pub next_invocation: u64,
-}
-
-const _: () = assert!(core::mem::size_of::<QfChainStats>() == 10 * 8);
+// `struct qf_chain_config` and `struct qf_chain_stats` (include/qfabric/executor.h, generated).
+use crate::sys::{qf_chain_config as QfChainConfig, qf_chain_stats as QfChainStats};
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Phase {
@@ -278,7 +261,15 @@ pub unsafe extern "C" fn qf_chain_stats_get(chain: c_int, out: *mut QfChainStats
     // SAFETY: `out` is a valid, writable struct qf_chain_stats (function contract).
     unsafe {
         out.write(QfChainStats {
-            stats,
+            releases: stats.releases,
+            results: stats.results,
+            rejected: stats.rejected,
+            overruns: stats.overruns,
+            sent: stats.sent,
+            send_failures: stats.send_failures,
+            compute_ns_last: stats.compute_ns_last,
+            compute_ns_max: stats.compute_ns_max,
+            lateness_max: stats.lateness_max,
             next_invocation,
         });
     }
