@@ -1,6 +1,7 @@
-//! The C port (`src/port.c`): the only foreign functions this library calls, each wrapped in a
-//! safe function. The port functions take no pointers the Rust side could get wrong except
-//! thread handles, which are only ever values the kernel handed to us (see [`Thread`]).
+//! The C port (`src/port.c`, declared in include/qfabric/port.h, bound by bindgen as
+//! `crate::sys`): the only foreign functions this library calls, each wrapped in a safe function.
+//! The port functions take no pointers the Rust side could get wrong except thread handles,
+//! which are only ever values the kernel handed to us (see [`Thread`]).
 
 use core::ffi::{c_int, c_void};
 use core::fmt::Write;
