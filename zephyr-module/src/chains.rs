@@ -23,6 +23,30 @@ use crate::port::{self, negative, Errno, KThread, Line, Thread};
 // `struct qf_chain_config` and `struct qf_chain_stats` (include/qfabric/executor.h, generated).
 use crate::sys::{qf_chain_config as QfChainConfig, qf_chain_stats as QfChainStats};
 
+/// `struct qf_chain_stats` begins with qf-chain's `repr(C)` counters, field for field, then the
+/// next invocation id: checked here, so `qf_chain_stats_get` copies the counters as one block.
+macro_rules! leading_fields {
+    ($($field:ident),*) => {
+        const _: () = {
+            use core::mem::{offset_of, size_of};
+            $(assert!(offset_of!(QfChainStats, $field) == offset_of!(ChainStats, $field));)*
+            assert!(offset_of!(QfChainStats, next_invocation) == size_of::<ChainStats>());
+            assert!(size_of::<QfChainStats>() == size_of::<ChainStats>() + size_of::<u64>());
+        };
+    };
+}
+leading_fields!(
+    releases,
+    results,
+    rejected,
+    overruns,
+    sent,
+    send_failures,
+    compute_ns_last,
+    compute_ns_max,
+    lateness_max
+);
+
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Phase {
     Free,
@@ -258,20 +282,11 @@ pub unsafe extern "C" fn qf_chain_stats_get(chain: c_int, out: *mut QfChainStats
     let Some((stats, next_invocation)) = copied else {
         return negative(Errno::Invalid);
     };
-    // SAFETY: `out` is a valid, writable struct qf_chain_stats (function contract).
+    // SAFETY: `out` is a valid, writable struct qf_chain_stats (function contract), whose
+    // leading fields are a `ChainStats` (checked by `leading_fields!`).
     unsafe {
-        out.write(QfChainStats {
-            releases: stats.releases,
-            results: stats.results,
-            rejected: stats.rejected,
-            overruns: stats.overruns,
-            sent: stats.sent,
-            send_failures: stats.send_failures,
-            compute_ns_last: stats.compute_ns_last,
-            compute_ns_max: stats.compute_ns_max,
-            lateness_max: stats.lateness_max,
-            next_invocation,
-        });
+        out.cast::<ChainStats>().write(stats);
+        core::ptr::addr_of_mut!((*out).next_invocation).write(next_invocation);
     }
     0
 }
