@@ -12,7 +12,7 @@ TOOLS=/opt/qfabric/tools
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 if ! installed libclang-dev; then
-  apt-get update -qq
+  apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libclang-dev \
     >/dev/null
 fi
