@@ -2,8 +2,12 @@
 //! (`$OUT_DIR/config.rs`): the pool size, the trace ring and switch log sizes, the admission
 //! switch and the executor's chain table size; and
 //! `cfg(qf_thread_field)` when the patched kernel keeps a control-block pointer in every thread.
+//!
+//! It also runs bindgen over the C headers of the FFI boundary (`src/bindings.h`: qfabric's API,
+//! the executor's and the C ports' headers) into `$OUT_DIR/bindings.rs`, the `sys` module: the C
+//! headers are the one source of every foreign declaration and `repr(C)` type the Rust side uses.
 
-use std::{env, fs, path::Path};
+use std::{env, fs, io::ErrorKind, path::Path, process::Command};
 
 fn number(name: &str, default: u32) -> u32 {
     println!("cargo:rerun-if-env-changed={name}");
@@ -44,4 +48,185 @@ fn main() {
         ),
     )
     .expect("write config.rs");
+    bindings();
+}
+
+/// C functions the Rust side calls (the ports) or implements (`#[no_mangle]` exports, checked
+/// against these declarations in `src/exports_check.rs`).
+const FUNCTIONS: &[&str] = &[
+    // include/qfabric/port.h
+    "qf_port_lock",
+    "qf_port_unlock",
+    "qf_port_now",
+    "qf_port_cycles_to_ticks",
+    "qf_port_current",
+    "qf_port_timer_arm",
+    "qf_port_timer_cancel",
+    "qf_port_deadline_set",
+    "qf_port_deadline_set_relative",
+    "qf_port_sleep_until",
+    "qf_port_throttle",
+    "qf_port_reschedule",
+    "qf_port_miss_callback",
+    "qf_port_print",
+    "qf_port_panic",
+    "qf_port_thread_control_get",
+    "qf_port_thread_control_set",
+    "qf_rs_timer_expired",
+    "qf_rs_thread_exit",
+    "z_qf_switched_in",
+    "z_qf_switched_out",
+    // include/qfabric/api.h
+    "qf_thread_deadline_set",
+    "qf_thread_period_set",
+    "qf_thread_deadline_miss_callback_set",
+    "qf_thread_cbs_budget_set",
+    "qf_thread_wcet_set",
+    "qf_thread_slot",
+    "qf_trace_pop",
+    "qf_trace_lost",
+    "qf_trace_dump",
+    "qf_switch_pop",
+    // include/qfabric/executor_port.h
+    "qf_executor_port_lock",
+    "qf_executor_port_unlock",
+    "qf_executor_port_now_ns",
+    "qf_executor_port_send",
+    "qf_executor_port_chain_create",
+    "qf_executor_port_chain_start",
+    "qf_executor_port_chain_started",
+    "qf_executor_port_chain_wait_started",
+    "qf_executor_port_chain_abort",
+    "qf_executor_port_chain_join",
+    "qf_rs_chain_main",
+    // include/qfabric/executor.h
+    "qf_executor_serve",
+    "qf_executor_replay_reset",
+    "qf_request_encode",
+    "qf_chain_start",
+    "qf_chain_stop",
+    "qf_chain_stats_get",
+    "qf_chain_thread",
+];
+
+/// C variables the Rust side reads or writes (include/qfabric/port.h).
+const VARS: &[&str] = &[
+    "qf_errno_einval",
+    "qf_errno_enomem",
+    "qf_errno_ebusy",
+    "qf_errno_enospc",
+    "qf_errno_etimedout",
+    "z_qf_switch_tick_valid",
+];
+
+/// C types the Rust side builds or reads (the rest come in as what these functions use).
+const TYPES: &[&str] = &[
+    "k_thread",
+    "qf_deadline_miss_cb_t",
+    "qf_event",
+    "qf_switch",
+    "qf_served",
+    "qf_chain_config",
+    "qf_chain_stats",
+];
+
+/// Clang's name for the Rust target: rustc's RISC-V triples carry the ISA extensions, clang
+/// takes them as options that do not change any type's layout (as zephyr-sys does).
+fn clang_target(rust_target: &str) -> &str {
+    if rust_target.starts_with("riscv32") {
+        "riscv32-unknown-none-elf"
+    } else if rust_target.starts_with("riscv64") {
+        "riscv64-unknown-none-elf"
+    } else {
+        rust_target
+    }
+}
+
+/// Runs the bindgen CLI (`QFABRIC_BINDGEN`, default `bindgen` on PATH) over src/bindings.h.
+/// In a Zephyr build `QFABRIC_BINDGEN_ARGS` names a file of clang arguments, one a line: the
+/// image's include directories, compile definitions and Kconfig macros (written by
+/// cmake/rust-staticlib.cmake), so the headers are read as the image's C compiler reads them.
+fn bindings() {
+    let crate_dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let crate_dir = Path::new(&crate_dir);
+    let out = Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("bindings.rs");
+    let target = env::var("TARGET").expect("cargo sets TARGET");
+    println!("cargo:rerun-if-env-changed=QFABRIC_BINDGEN");
+    println!("cargo:rerun-if-env-changed=QFABRIC_BINDGEN_ARGS");
+    let wrapper = crate_dir.join("src/bindings.h");
+    println!("cargo:rerun-if-changed={}", wrapper.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        crate_dir.join("include/qfabric").display()
+    );
+
+    let bindgen = env::var("QFABRIC_BINDGEN").unwrap_or_else(|_| "bindgen".into());
+    let mut command = Command::new(&bindgen);
+    command
+        .arg(&wrapper)
+        .arg("--output")
+        .arg(&out)
+        .args(["--use-core", "--ctypes-prefix", "core::ffi"])
+        // `_Noreturn` becomes `-> !` (qf_port_panic).
+        .arg("--enable-function-attribute-detection")
+        .args([
+            "--no-layout-tests",
+            "--with-derive-default",
+            "--with-derive-eq",
+        ])
+        .arg("--with-derive-partialeq");
+    for name in FUNCTIONS {
+        command.args(["--allowlist-function", name]);
+    }
+    for name in VARS {
+        command.args(["--allowlist-var", name]);
+    }
+    for name in TYPES {
+        command.args(["--allowlist-type", name]);
+    }
+    command
+        .arg("--")
+        .arg(format!("--target={}", clang_target(&target)))
+        .arg("-ffreestanding")
+        .arg(format!("-I{}", crate_dir.join("include").display()));
+    if let Ok(file) = env::var("QFABRIC_BINDGEN_ARGS") {
+        println!("cargo:rerun-if-changed={file}");
+        let text = fs::read_to_string(&file)
+            .unwrap_or_else(|e| fail(&format!("QFABRIC_BINDGEN_ARGS={file}: {e}")));
+        command.args(text.lines().map(str::trim).filter(|line| !line.is_empty()));
+    }
+
+    let output = match command.output() {
+        Ok(output) => output,
+        Err(e) if e.kind() == ErrorKind::NotFound => fail(&format!(
+            "bindgen not found (QFABRIC_BINDGEN={bindgen}). The Rust side's C bindings are \
+             generated at build time: install it with `cargo install --locked bindgen-cli` \
+             (or scripts/install/bindgen.sh) and set QFABRIC_BINDGEN to its path if it is not \
+             on PATH"
+        )),
+        Err(e) => fail(&format!("running {bindgen}: {e}")),
+    };
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let hint = if stderr.contains("libclang") {
+            "\nbindgen needs libclang: install it with `apt-get install libclang-dev` (Debian) \
+             or point LIBCLANG_PATH at the directory holding libclang.so"
+        } else {
+            ""
+        };
+        fail(&format!(
+            "{bindgen} failed on {} ({}):\n{stderr}{hint}",
+            wrapper.display(),
+            output.status
+        ));
+    }
+    // Clang's warnings about the headers (a successful run still reports them).
+    for line in String::from_utf8_lossy(&output.stderr).lines() {
+        println!("cargo:warning=bindgen: {line}");
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(1)
 }

@@ -41,16 +41,8 @@ fi
 
 "$here/rust-debian.sh" >/dev/null
 
-# bindgen: the kernel runs it on its C headers. Built from crates.io with Debian's cargo into a
-# dedicated root, so it is independent of rustup. 0.69.5 is within what Linux 6.12 accepts
-# (scripts/min-tool-version.sh asks for >= 0.65.1) and predates the 0.71 `--rust-target` change.
-BINDGEN_VERSION=0.69.5
-TOOLS=/opt/qfabric/tools
-if ! "$TOOLS/bin/bindgen" --version 2>/dev/null | grep -q "bindgen $BINDGEN_VERSION"; then
-  env -u RUSTUP_TOOLCHAIN PATH="/usr/bin:/bin" CARGO_HOME=/opt/qfabric/cargo-home \
-    nice -n 10 /usr/bin/cargo install --locked --quiet --root "$TOOLS" \
-    "bindgen-cli@$BINDGEN_VERSION"
-fi
+# bindgen: the kernel runs it on its C headers (shared with the Zephyr module's build).
+"$here/bindgen.sh" >/dev/null
 
 qemu-system-x86_64 --version | head -1
-"$TOOLS/bin/bindgen" --version
+/opt/qfabric/tools/bin/bindgen --version

@@ -5,6 +5,11 @@
 # Toolchain: QFABRIC_CARGO / QFABRIC_RUSTC (cache variables or environment) choose cargo and rustc;
 # when the target's prebuilt `core` is missing from rustc's sysroot the library is built with
 # `-Z build-std=core` (RUSTC_BOOTSTRAP=1), which needs the matching rust-src.
+#
+# Bindings: the crate's build.rs runs bindgen (QFABRIC_BINDGEN, a cache variable or environment;
+# default bindgen on PATH or /opt/qfabric/tools/bin) over the module's C headers, with the
+# image's include directories, compile definitions and Kconfig macros from a response file
+# written here (qfabric-bindgen.args), so it reads them as the image's C compiler does.
 
 function(qfabric_rust_target out)
   if(NOT "${CONFIG_QFABRIC_RUST_TARGET}" STREQUAL "")
@@ -72,6 +77,28 @@ function(qfabric_rust_staticlib)
   endif()
   find_program(QFABRIC_CARGO cargo REQUIRED)
   find_program(QFABRIC_RUSTC rustc REQUIRED)
+  if(DEFINED ENV{QFABRIC_BINDGEN})
+    set(QFABRIC_BINDGEN $ENV{QFABRIC_BINDGEN} CACHE FILEPATH "bindgen for the qfabric staticlib")
+  endif()
+  find_program(QFABRIC_BINDGEN bindgen PATHS /opt/qfabric/tools/bin)
+  if(NOT QFABRIC_BINDGEN)
+    message(FATAL_ERROR
+      "qfabric: bindgen not found; the Rust library's C bindings are generated at build time. "
+      "Install it with\n  cargo install --locked bindgen-cli\n(and libclang, e.g. Debian's "
+      "libclang-dev), then put it on PATH or set QFABRIC_BINDGEN to its path.")
+  endif()
+
+  # One clang argument a line; generator expressions, since the image's include directories and
+  # definitions are only complete at generation time (as zephyr-lang-rust reads them).
+  set(bindgen_args ${CMAKE_CURRENT_BINARY_DIR}/qfabric-bindgen.args)
+  set(includes "$<TARGET_PROPERTY:zephyr_interface,INTERFACE_INCLUDE_DIRECTORIES>")
+  set(defines "$<TARGET_PROPERTY:zephyr_interface,INTERFACE_COMPILE_DEFINITIONS>")
+  file(GENERATE OUTPUT ${bindgen_args} CONTENT
+"-imacros
+${AUTOCONF_H}
+$<$<BOOL:${includes}>:-I$<JOIN:${includes},\n-I>>
+$<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
+")
 
   execute_process(COMMAND ${QFABRIC_RUSTC} --print sysroot
     OUTPUT_VARIABLE sysroot OUTPUT_STRIP_TRAILING_WHITESPACE)
@@ -125,6 +152,8 @@ function(qfabric_rust_staticlib)
       QFABRIC_ADMISSION=${admission}
       QFABRIC_THREAD_FIELD=${thread_field}
       QFABRIC_EXECUTOR_MAX_CHAINS=${chains}
+      QFABRIC_BINDGEN=${QFABRIC_BINDGEN}
+      QFABRIC_BINDGEN_ARGS=${bindgen_args}
       ${QFABRIC_CARGO} build --release --locked ${features}
         --manifest-path ${ARG_CRATE_DIR}/Cargo.toml
         --target ${target} --target-dir ${target_dir} ${build_std}

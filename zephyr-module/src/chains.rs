@@ -20,25 +20,32 @@ use crate::config::MAX_CHAINS;
 use crate::executor_port::{self, CycleClock};
 use crate::port::{self, negative, Errno, KThread, Line, Thread};
 
-/// `struct qf_chain_config` (include/qfabric/executor.h).
-#[repr(C)]
-pub struct QfChainConfig {
-    pub request: *const u8,
-    pub request_len: usize,
-    pub period: c_int,
-    pub budget: c_int,
-    pub priority: c_int,
-}
+// `struct qf_chain_config` and `struct qf_chain_stats` (include/qfabric/executor.h, generated).
+use crate::sys::{qf_chain_config as QfChainConfig, qf_chain_stats as QfChainStats};
 
-/// `struct qf_chain_stats` (include/qfabric/executor.h): qf-chain's counters, in their order,
-/// then the next invocation id. Ten `u64`s, no padding, as the C struct.
-#[repr(C)]
-pub struct QfChainStats {
-    pub stats: ChainStats,
-    pub next_invocation: u64,
+/// `struct qf_chain_stats` begins with qf-chain's `repr(C)` counters, field for field, then the
+/// next invocation id: checked here, so `qf_chain_stats_get` copies the counters as one block.
+macro_rules! leading_fields {
+    ($($field:ident),*) => {
+        const _: () = {
+            use core::mem::{offset_of, size_of};
+            $(assert!(offset_of!(QfChainStats, $field) == offset_of!(ChainStats, $field));)*
+            assert!(offset_of!(QfChainStats, next_invocation) == size_of::<ChainStats>());
+            assert!(size_of::<QfChainStats>() == size_of::<ChainStats>() + size_of::<u64>());
+        };
+    };
 }
-
-const _: () = assert!(core::mem::size_of::<QfChainStats>() == 10 * 8);
+leading_fields!(
+    releases,
+    results,
+    rejected,
+    overruns,
+    sent,
+    send_failures,
+    compute_ns_last,
+    compute_ns_max,
+    lateness_max
+);
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Phase {
@@ -275,12 +282,11 @@ pub unsafe extern "C" fn qf_chain_stats_get(chain: c_int, out: *mut QfChainStats
     let Some((stats, next_invocation)) = copied else {
         return negative(Errno::Invalid);
     };
-    // SAFETY: `out` is a valid, writable struct qf_chain_stats (function contract).
+    // SAFETY: `out` is a valid, writable struct qf_chain_stats (function contract), whose
+    // leading fields are a `ChainStats` (checked by `leading_fields!`).
     unsafe {
-        out.write(QfChainStats {
-            stats,
-            next_invocation,
-        });
+        out.cast::<ChainStats>().write(stats);
+        core::ptr::addr_of_mut!((*out).next_invocation).write(next_invocation);
     }
     0
 }

@@ -13,14 +13,8 @@ use qf_tasks::{serve, Clock, Replay, Task};
 use crate::executor_port::{self, CycleClock};
 use crate::port::{negative, Errno};
 
-/// `struct qf_served` (include/qfabric/executor.h).
-#[repr(C)]
-pub struct QfServed {
-    pub len: usize,
-    pub task_id: u32,
-    pub status: u8,
-    pub compute_ns: u64,
-}
+// `struct qf_served` (include/qfabric/executor.h, generated).
+use crate::sys::qf_served as QfServed;
 
 struct Guarded(UnsafeCell<Replay>);
 

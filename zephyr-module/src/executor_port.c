@@ -2,15 +2,13 @@
  * The kernel services the MCU executor (executor.rs, chains.rs) uses, as plain C functions over
  * Zephyr's API, in the style of port.c: the dispatcher's mutex, the nanosecond clock on the
  * hardware cycle counter, the result sink, and the statically allocated chain threads.
- * Rust declares these in executor_port.rs.
+ * include/qfabric/executor_port.h declares them for the compiler and for bindgen (build.rs).
  */
 #include <zephyr/kernel.h>
 #include <zephyr/spinlock.h>
 
 #include <qfabric/executor.h>
-
-/* Implemented in Rust (src/chains.rs): the body of chain thread @p slot. */
-void qf_rs_chain_main(uint16_t slot);
+#include <qfabric/executor_port.h>
 
 /*
  * The dispatcher's replay windows. A mutex, not the qfabric spinlock: a request runs its task

@@ -3,20 +3,14 @@
 
 use core::ffi::c_int;
 
-use crate::port::{KThread, Thread};
-
-extern "C" {
-    fn qf_executor_port_lock() -> c_int;
-    fn qf_executor_port_unlock();
-    fn qf_executor_port_now_ns() -> u64;
-    fn qf_executor_port_send(frame: *const u8, len: usize) -> c_int;
-    fn qf_executor_port_chain_create(slot: u16, priority: c_int) -> *mut KThread;
-    fn qf_executor_port_chain_start(thread: *mut KThread);
-    fn qf_executor_port_chain_started(slot: u16);
-    fn qf_executor_port_chain_wait_started(slot: u16);
-    fn qf_executor_port_chain_abort(thread: *mut KThread);
-    fn qf_executor_port_chain_join(thread: *mut KThread, cycles: u32) -> c_int;
-}
+use crate::port::Thread;
+// The declarations come from include/qfabric/executor_port.h through bindgen (build.rs).
+use crate::sys::{
+    qf_executor_port_chain_abort, qf_executor_port_chain_create, qf_executor_port_chain_join,
+    qf_executor_port_chain_start, qf_executor_port_chain_started,
+    qf_executor_port_chain_wait_started, qf_executor_port_lock, qf_executor_port_now_ns,
+    qf_executor_port_send, qf_executor_port_unlock,
+};
 
 /// Takes the dispatcher mutex; false in interrupt context (the mutex cannot be taken there).
 pub fn lock() -> bool {

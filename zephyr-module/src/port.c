@@ -1,7 +1,8 @@
 /*
  * The kernel services the Rust scheduler core (the .rs files beside this one) uses, as plain C functions over Zephyr's
  * API: many of those are static inlines, macros or kernel-internal, so they are compiled here
- * with the kernel's own flags rather than re-declared in Rust. Rust declares these in port.rs.
+ * with the kernel's own flags rather than re-declared in Rust. include/qfabric/port.h declares
+ * them (checked here by the compiler), and bindgen turns that header into Rust (see build.rs).
  *
  * Timers are bare kernel timeouts (struct _timeout), not k_timer: they are armed and cancelled
  * from the context-switch hooks and from thread-abort handling, where only the timeout lock may
@@ -12,11 +13,8 @@
 #include <zephyr/sys/printk.h>
 #include <timeout_q.h>
 
+#include <qfabric/port.h>
 #include <qfabric/qfabric.h>
-
-/* Implemented in Rust (src/api.rs). */
-void qf_rs_timer_expired(uint16_t slot, uint64_t now);
-void qf_rs_thread_exit(struct k_thread *thread);
 
 /* errno values as this image's libc numbers them (glibc on native_sim differs from newlib). */
 const int qf_errno_einval = EINVAL;

@@ -1,49 +1,39 @@
-//! The C port (`src/port.c`): the only foreign functions this library calls, each wrapped in a
-//! safe function. The port functions take no pointers the Rust side could get wrong except
-//! thread handles, which are only ever values the kernel handed to us (see [`Thread`]).
+//! The C port (`src/port.c`, declared in include/qfabric/port.h, bound by bindgen as
+//! `crate::sys`): the only foreign functions this library calls, each wrapped in a safe function.
+//! The port functions take no pointers the Rust side could get wrong except thread handles,
+//! which are only ever values the kernel handed to us (see [`Thread`]).
 
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_int, c_void};
 use core::fmt::Write;
 
+// The declarations come from include/qfabric/port.h through bindgen (build.rs, `crate::sys`).
+use crate::sys::{
+    qf_errno_ebusy, qf_errno_einval, qf_errno_enomem, qf_errno_enospc, qf_errno_etimedout,
+    qf_port_current, qf_port_cycles_to_ticks, qf_port_deadline_set, qf_port_deadline_set_relative,
+    qf_port_lock, qf_port_miss_callback, qf_port_now, qf_port_panic, qf_port_print,
+    qf_port_reschedule, qf_port_sleep_until, qf_port_throttle, qf_port_timer_arm,
+    qf_port_timer_cancel, qf_port_unlock, z_qf_switch_tick_valid,
+};
+#[cfg(qf_thread_field)]
+use crate::sys::{qf_port_thread_control_get, qf_port_thread_control_set};
+
 /// Opaque `struct k_thread`: only its address is used, as a handle passed back to C.
-#[repr(C)]
-pub struct KThread {
-    _opaque: [u8; 0],
-}
+pub use crate::sys::k_thread as KThread;
 
 /// A Zephyr thread handle (`k_tid_t`) as received from the kernel or a kernel API caller.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Thread(pub *mut KThread);
 
-/// `qf_deadline_miss_cb_t`: a C deadline-miss callback.
-pub type MissCallbackFn = unsafe extern "C" fn(thread: *mut KThread, arg: *mut c_void);
+/// A set C deadline-miss callback: `qf_deadline_miss_cb_t` without its NULL.
+pub type MissCallbackFn = <crate::sys::qf_deadline_miss_cb_t as Nullable>::Set;
 
-extern "C" {
-    static mut z_qf_switch_tick_valid: bool;
-    static qf_errno_einval: c_int;
-    static qf_errno_enomem: c_int;
-    static qf_errno_ebusy: c_int;
-    static qf_errno_enospc: c_int;
-    static qf_errno_etimedout: c_int;
-    fn qf_port_lock() -> u32;
-    fn qf_port_unlock(key: u32);
-    fn qf_port_now() -> u64;
-    fn qf_port_cycles_to_ticks(cycles: u32) -> u64;
-    fn qf_port_current() -> *mut KThread;
-    fn qf_port_timer_arm(slot: u16, at: u64);
-    fn qf_port_timer_cancel(slot: u16);
-    fn qf_port_deadline_set(thread: *mut KThread, at: u64);
-    fn qf_port_deadline_set_relative(thread: *mut KThread, deadline: c_int);
-    fn qf_port_sleep_until(at: u64);
-    fn qf_port_throttle(slot: u16, thread: *mut KThread, until: u64);
-    fn qf_port_reschedule();
-    fn qf_port_miss_callback(cb: MissCallbackFn, thread: *mut KThread, arg: *mut c_void);
-    fn qf_port_print(text: *const c_char, len: usize);
-    fn qf_port_panic(text: *const c_char, len: usize) -> !;
-    #[cfg(qf_thread_field)]
-    fn qf_port_thread_control_get(thread: *const KThread) -> usize;
-    #[cfg(qf_thread_field)]
-    fn qf_port_thread_control_set(thread: *mut KThread, control: usize);
+/// A nullable C function pointer (`Option<fn>`) and the function it holds when set.
+pub trait Nullable {
+    type Set;
+}
+
+impl<F> Nullable for Option<F> {
+    type Set = F;
 }
 
 /// The errno values of the image's C library, which is not always newlib's numbering.
@@ -162,7 +152,7 @@ pub fn reschedule() {
 pub fn miss_callback(cb: MissCallbackFn, thread: Thread, arg: *mut c_void) {
     // SAFETY: `cb` and `arg` were registered together by a supervisor-mode caller (user mode may
     // only clear the callback, see syscalls.c); `thread` is the thread they were set for.
-    unsafe { qf_port_miss_callback(cb, thread.0, arg) }
+    unsafe { qf_port_miss_callback(Some(cb), thread.0, arg) }
 }
 
 /// Prints `text` with printk.

@@ -10,15 +10,8 @@ use qf_sched::ThreadId;
 use crate::config::TRACE_SWITCHES;
 use crate::state::with_state;
 
-/// `struct qf_switch` in include/qfabric/qfabric.h.
-#[repr(C)]
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct QfSwitch {
-    pub time: u64,
-    pub thread: u16,
-    /// 1: switched in, 0: switched out.
-    pub switched_in: u8,
-}
+/// `struct qf_switch` (include/qfabric/api.h, generated).
+pub use crate::sys::qf_switch as QfSwitch;
 
 /// A ring of the last `N` switches (`N` = 0: nothing is kept and recording costs nothing).
 pub struct SwitchLog<const N: usize> {

@@ -2,7 +2,7 @@
 //! printed as CSV (`qf_trace_dump`) in the format of `qf sim --events`:
 //! `time,task,event,budget,deadline` with times in kernel ticks and task = pool slot.
 
-use core::ffi::{c_char, c_int};
+use core::ffi::c_int;
 use core::fmt::Write;
 
 use qf_sched::Event;
@@ -13,16 +13,8 @@ use crate::state::with_state;
 /// The CSV header line.
 const HEADER: &str = "time,task,event,budget,deadline\n";
 
-/// `struct qf_event` in include/qfabric/qfabric.h.
-#[repr(C)]
-pub struct QfEvent {
-    pub time: u64,
-    pub budget: u64,
-    pub deadline: u64,
-    pub thread: u16,
-    pub kind: *const c_char,
-    pub kind_len: usize,
-}
+// `struct qf_event` (include/qfabric/api.h, generated).
+use crate::sys::qf_event as QfEvent;
 
 fn pop() -> Option<Event> {
     with_state(|state| state.sched.events().pop())

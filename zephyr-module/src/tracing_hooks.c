@@ -6,8 +6,7 @@
 #include <zephyr/kernel.h>
 #include <tracing_user.h>
 
-void z_qf_switched_in(struct k_thread *thread);
-void z_qf_switched_out(struct k_thread *thread);
+#include <qfabric/port.h>
 
 void sys_trace_thread_switched_in_user(void)
 {

@@ -9,13 +9,12 @@
 
 #include <zephyr/kernel.h>
 #include <qfabric/qfabric.h>
+/* z_qf_switched_in/out and z_qf_switch_tick_valid (the tick the last switch-out hook read
+ * belongs to this switch only).
+ */
+#include <qfabric/port.h>
 
 /* k_thread_deadline_set() calls qf_thread_deadline_set() (qfabric.h). */
-void z_qf_switched_in(struct k_thread *thread);
-void z_qf_switched_out(struct k_thread *thread);
-
-/* See port.c: the tick the last switch-out hook read belongs to this switch only. */
-extern bool z_qf_switch_tick_valid;
 
 static ALWAYS_INLINE void z_qf_thread_switched_in(struct k_thread *thread)
 {

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# bindgen 0.69.5 (the CLI) and the libclang it loads, from a fresh Debian 12 as root; idempotent.
+# Two users: the Linux kernel's Rust (kernel-deps.sh) and the Zephyr module's build.rs, which
+# generates the Rust side of its C headers at build time. Built from crates.io with Debian's
+# cargo into a dedicated root, so it is independent of rustup. 0.69.5 is within what Linux 6.12
+# accepts (scripts/min-tool-version.sh asks for >= 0.65.1) and predates the 0.71
+# `--rust-target` change. Prints the binary's path: callers pass it as QFABRIC_BINDGEN.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+BINDGEN_VERSION=0.69.5
+TOOLS=/opt/qfabric/tools
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+if ! installed libclang-dev; then
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libclang-dev \
+    >/dev/null
+fi
+
+"$here/rust-debian.sh" >/dev/null
+
+if ! "$TOOLS/bin/bindgen" --version 2>/dev/null | grep -q "bindgen $BINDGEN_VERSION"; then
+  env -u RUSTUP_TOOLCHAIN PATH="/usr/bin:/bin" CARGO_HOME=/opt/qfabric/cargo-home \
+    nice -n 10 /usr/bin/cargo install --locked --quiet --root "$TOOLS" \
+    "bindgen-cli@$BINDGEN_VERSION" >&2
+fi
+"$TOOLS/bin/bindgen" --version >&2
+echo "$TOOLS/bin/bindgen"
