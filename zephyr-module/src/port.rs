@@ -10,9 +10,9 @@ use core::fmt::Write;
 use crate::sys::{
     qf_errno_ebusy, qf_errno_einval, qf_errno_enomem, qf_errno_enospc, qf_errno_etimedout,
     qf_port_current, qf_port_cycles_to_ticks, qf_port_deadline_set, qf_port_deadline_set_relative,
-    qf_port_lock, qf_port_miss_callback, qf_port_now, qf_port_panic, qf_port_print,
-    qf_port_reschedule, qf_port_sleep_until, qf_port_throttle, qf_port_timer_arm,
-    qf_port_timer_cancel, qf_port_unlock, z_qf_switch_tick_valid,
+    qf_port_lock, qf_port_miss_callback, qf_port_now, qf_port_print, qf_port_reschedule,
+    qf_port_sleep_until, qf_port_throttle, qf_port_timer_arm, qf_port_timer_cancel, qf_port_unlock,
+    z_qf_switch_tick_valid,
 };
 #[cfg(qf_thread_field)]
 use crate::sys::{qf_port_thread_control_get, qf_port_thread_control_set};
@@ -209,7 +209,9 @@ impl<const N: usize> Write for Line<N> {
     }
 }
 
-/// Reports a panic with printk and stops the kernel with `k_panic`.
+/// Reports a panic with printk and stops the kernel with `k_panic` (the crate's panic handler;
+/// host unit tests use std's).
+#[cfg(not(test))]
 pub fn panic(info: &core::panic::PanicInfo) -> ! {
     let mut line = Line::<128>::new();
     let _ = write!(line, "{}", info.message());
@@ -218,5 +220,5 @@ pub fn panic(info: &core::panic::PanicInfo) -> ! {
     }
     let text = line.as_str();
     // SAFETY: pointer and length of a valid str; the port prints it and calls k_panic().
-    unsafe { qf_port_panic(text.as_ptr().cast(), text.len()) }
+    unsafe { crate::sys::qf_port_panic(text.as_ptr().cast(), text.len()) }
 }
