@@ -46,6 +46,9 @@ ALL_EVENTS = EVENTS + tuple("paper " + event for event in EVENTS)
 # replenishment when it moves the thread's deadline.
 CBS_WORK = {"qf_port_timer_arm", "qf_port_timer_cancel"}
 REPLENISH = {"qf_port_deadline_set"}
+# A switch hook call that runs nothing but itself and the lock is for a thread without a control
+# block (only the patch-free mode calls the hooks for those: they search the pool and leave).
+LOCKING = set(HOOKS) | {"qf_port_lock", "qf_port_unlock"}
 
 
 DISASSEMBLY = re.compile(r"^\s*([0-9a-f]+):\s+(?:[0-9a-f]{4}\s?){1,2}\s+(\S+)\s*(.*)$")
@@ -121,13 +124,16 @@ def main():
     samples = collections.defaultdict(list)
     profiles = collections.defaultdict(collections.Counter)
     plain = collections.defaultdict(list)
+    unowned = collections.defaultdict(list)
     for event, count, per_function in measure(sys.stdin, kinds):
         work = REPLENISH if event == "B_ROUT" else CBS_WORK
         if event.startswith("paper ") or work & per_function.keys():
             samples[event].append(count)
             profiles[event].update(per_function)
-        else:
+        elif event == "B_ROUT" or per_function.keys() - LOCKING:
             plain[event].append(count)
+        else:
+            unowned[event].append(count)
     if not samples:
         sys.exit("qemu-overhead: no hook calls with CBS work found in the trace")
     print("event,samples,average,most_frequent_max,max (instructions)")
@@ -148,6 +154,10 @@ def main():
     for event, counts in sorted(plain.items()):
         print(f"# {len(counts)} {event} hook calls without CBS work (no budget, or a deadline-miss"
               f" check or early expiry) not counted: average {statistics.mean(counts):.1f},"
+              f" max {max(counts)}")
+    for event, counts in sorted(unowned.items()):
+        print(f"# {len(counts)} {event} hook calls for threads without a control block"
+              f" (patch-free mode) not counted: average {statistics.mean(counts):.1f},"
               f" max {max(counts)}")
 
 
