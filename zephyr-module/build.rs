@@ -72,6 +72,7 @@ const FUNCTIONS: &[&str] = &[
     "qf_port_panic",
     "qf_port_thread_control_get",
     "qf_port_thread_control_set",
+    "qf_rs_init",
     "qf_rs_timer_expired",
     "qf_rs_thread_exit",
     "z_qf_switched_in",

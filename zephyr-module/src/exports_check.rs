@@ -26,6 +26,7 @@ same_signature!(
     api::qf_thread_slot,
     api::z_qf_switched_in,
     api::z_qf_switched_out,
+    state::qf_rs_init,
     api::qf_rs_timer_expired,
     api::qf_rs_thread_exit,
     trace::qf_trace_pop,

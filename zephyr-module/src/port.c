@@ -160,6 +160,14 @@ static int qf_cycle_origin_init(void)
 }
 SYS_INIT(qf_cycle_origin_init, POST_KERNEL, 0);
 
+/* The Rust state's boot-time configuration (state.rs), before any thread runs. */
+static int qf_init(void)
+{
+	qf_rs_init();
+	return 0;
+}
+SYS_INIT(qf_init, PRE_KERNEL_1, 0);
+
 void qf_port_deadline_set(struct k_thread *thread, uint64_t at)
 {
 	/* prio_deadline keeps the 32-bit cycle view of the deadline, as upstream does. */

@@ -30,14 +30,11 @@ pub struct State {
 }
 
 impl State {
-    /// Configured at compile time, so no entry has to check for a first use.
+    /// All zeros, so the state goes to .bss: a non-zero initializer would also store its image
+    /// in the boot memory (1.7 KiB of the DK2's 64 KiB RETRAM). [`qf_rs_init`] completes it.
     const fn new() -> Self {
-        let mut sched = Scheduler::new();
-        if ADMISSION {
-            sched.admission_bound_set(Some(Bandwidth::ONE));
-        }
         State {
-            sched,
+            sched: Scheduler::new(),
             threads: Registry::new(),
             miss_callbacks: [None; MAX_THREADS],
             switches: switch_log::Log::new(),
@@ -63,6 +60,18 @@ pub fn flag_deadline_miss(notice: &qf_sched::Notice) {
     if let Some(flag) = MISSED.get(notice.arg) {
         flag.store(true, Ordering::Relaxed);
     }
+}
+
+/// Boot-time configuration `State::new` leaves out, so no entry has to check for a first use:
+/// admission control's bound. Called once by port.c's `SYS_INIT` (PRE_KERNEL_1), before any
+/// thread can reach qfabric.
+#[no_mangle]
+pub extern "C" fn qf_rs_init() {
+    with_state(|state| {
+        if ADMISSION {
+            state.sched.admission_bound_set(Some(Bandwidth::ONE));
+        }
+    });
 }
 
 /// Runs `f` on the state with the qfabric lock held. Never nests: nothing called under the lock

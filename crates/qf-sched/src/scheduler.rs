@@ -166,7 +166,7 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// `deadline_set` that would raise the total admitted bandwidth above `bound` is refused
     /// with [`Error::AdmissionRejected`] and changes nothing. Bandwidth is `Q/T` for a CBS
     /// thread, `WCET/period` for a periodic thread with a declared WCET.
-    pub const fn admission_bound_set(&mut self, bound: Option<Bandwidth>) {
+    pub fn admission_bound_set(&mut self, bound: Option<Bandwidth>) {
         self.admission_bound = bound;
     }
 
