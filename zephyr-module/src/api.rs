@@ -8,7 +8,7 @@ use core::sync::atomic::Ordering;
 
 use qf_sched::{Callback, Error, ThreadId};
 
-use crate::kernel::{Context, Deferred, ZephyrKernel};
+use crate::kernel::{Deferred, ZephyrKernel};
 use crate::port::{self, KThread, MissCallbackFn, Thread};
 use crate::state::{flag_deadline_miss, with_state, MissCallback, State, MISSED};
 
@@ -73,13 +73,11 @@ fn configure(thread: *mut KThread, set: impl FnOnce(&mut State, ThreadId) -> c_i
 #[no_mangle]
 pub extern "C" fn qf_thread_deadline_set(thread: *mut KThread, deadline: c_int) -> c_int {
     let thread = Thread(thread);
-    let context = Context::Api {
-        caller: port::current(),
-    };
+    let caller = port::current();
     let mut deferred = Deferred::default();
     let entered = with_state(|state| {
         let id = state.threads.find(thread)?;
-        if context != (Context::Api { caller: thread }) {
+        if thread != caller {
             // Periods and budgets are the thread's own business: only it starts its cycles.
             return Some(negative(Errno::Invalid));
         }
@@ -90,12 +88,12 @@ pub extern "C" fn qf_thread_deadline_set(thread: *mut KThread, deadline: c_int) 
         // The job is released when the call starts, as upstream's k_thread_deadline_set reads
         // the cycle counter first, not once admission control (up to ~4,000 instructions on
         // an M33 when the terms change) is done.
-        let mut kernel = ZephyrKernel::new(&state.threads, context, port::now(), &mut deferred);
+        let mut kernel = ZephyrKernel::api_call(&state.threads, caller, port::now(), &mut deferred);
         Some(status(state.sched.deadline_set(&mut kernel, id, rel)))
     });
     match entered {
         Some(errno) => {
-            deferred.run(context);
+            deferred.run();
             errno
         }
         None => {
@@ -207,7 +205,7 @@ pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     let id = ThreadId(slot);
     let mut deferred = Deferred::default();
     let missed = with_state(|state| {
-        let mut kernel = ZephyrKernel::new(&state.threads, Context::Timer, now, &mut deferred);
+        let mut kernel = ZephyrKernel::timer(&state.threads, now, &mut deferred);
         let _ = state.sched.timer_expired(&mut kernel, id);
         // Load and store, not a swap: the flag is only touched with the lock held, and a swap
         // is an exclusive-access loop on Arm.
@@ -222,7 +220,7 @@ pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     if let Some((callback, thread)) = missed {
         port::miss_callback(callback.func, thread, callback.arg);
     }
-    deferred.run(Context::Timer);
+    deferred.run();
 }
 
 /// `thread` is exiting (upstream thread_abort_hook): its control block returns to the pool.

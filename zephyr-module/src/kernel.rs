@@ -7,18 +7,6 @@ use qf_sched::{Kernel, ThreadId};
 use crate::port::{self, Thread};
 use crate::threads::Registry;
 
-/// Where the scheduler was entered from; decides what a deferred action may do.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Context {
-    /// An API call of the running thread `caller` (which may block).
-    Api { caller: Thread },
-    /// A timer expiry (interrupt context: must not block).
-    Timer,
-    /// Inside the kernel's scheduler: a context-switch hook or a thread's exit. May neither
-    /// block nor suspend nor reschedule.
-    Scheduler,
-}
-
 /// Actions to carry out after the lock is released.
 #[derive(Default, Debug)]
 pub struct Deferred {
@@ -27,7 +15,10 @@ pub struct Deferred {
     reschedule: bool,
 }
 
-/// The Zephyr kernel as `qf-sched` sees it, for one locked entry.
+/// The Zephyr kernel as `qf-sched` sees it, for one locked entry: a thread's API call (which
+/// may block), a timer expiry (interrupt context: must not block) or an entry from inside the
+/// kernel's scheduler (a context-switch hook or a thread's exit: may neither block nor suspend
+/// nor reschedule).
 ///
 /// Built on every context switch and timer expiry, which are counted in instructions, so it is
 /// small: the entry's tick is read before (once, lock held), and the deferred actions go to
@@ -36,34 +27,45 @@ pub struct Deferred {
 /// defer may run there (see [`Deferred::run`]).
 pub struct ZephyrKernel<'a> {
     threads: &'a Registry,
-    context: Context,
+    /// The running thread whose API call this is (`None`: a timer or the scheduler).
+    caller: Option<Thread>,
     now: u64,
     deferred: Option<&'a mut Deferred>,
 }
 
 impl<'a> ZephyrKernel<'a> {
-    /// An entry from a thread's API call or a timer expiry at tick `now`, recording what must
-    /// wait for the lock's release in `deferred`.
-    pub fn new(
+    /// An API call of the running thread `caller` at tick `now`, recording what must wait for
+    /// the lock's release in `deferred`.
+    pub fn api_call(
         threads: &'a Registry,
-        context: Context,
+        caller: Thread,
         now: u64,
         deferred: &'a mut Deferred,
     ) -> Self {
         ZephyrKernel {
             threads,
-            context,
+            caller: Some(caller),
             now,
             deferred: Some(deferred),
         }
     }
 
-    /// An entry from inside the kernel's scheduler (a context-switch hook, a thread's exit) at
-    /// tick `now`.
+    /// A timer expiry at tick `now`, recording what must wait for the lock's release in
+    /// `deferred`.
+    pub fn timer(threads: &'a Registry, now: u64, deferred: &'a mut Deferred) -> Self {
+        ZephyrKernel {
+            threads,
+            caller: None,
+            now,
+            deferred: Some(deferred),
+        }
+    }
+
+    /// An entry from inside the kernel's scheduler at tick `now`.
     pub fn in_scheduler(threads: &'a Registry, now: u64) -> Self {
         ZephyrKernel {
             threads,
-            context: Context::Scheduler,
+            caller: None,
             now,
             deferred: None,
         }
@@ -100,7 +102,7 @@ impl Kernel for ZephyrKernel<'_> {
 
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         let handle = self.threads.thread(thread);
-        let own_call = self.context == (Context::Api { caller: handle });
+        let own_call = self.caller == Some(handle);
         let Some(deferred) = self.deferred() else {
             return;
         };
@@ -120,15 +122,12 @@ impl Kernel for ZephyrKernel<'_> {
 }
 
 impl Deferred {
-    /// Carries the recorded actions out; call with the lock released.
-    ///
-    /// Inside the scheduler nothing can be done: the kernel is already choosing the next
-    /// thread, and qf-sched only throttles from a switch hook in hard-reservation mode, which
-    /// the Zephyr API does not offer.
-    pub fn run(&self, context: Context) {
-        if context == Context::Scheduler {
-            return;
-        }
+    /// Carries the recorded actions out; call with the lock released. Only API calls and timer
+    /// expiries have any: inside the scheduler nothing can be done (the kernel is already
+    /// choosing the next thread, and qf-sched only throttles from a switch hook in
+    /// hard-reservation mode, which the Zephyr API does not offer), so those entries record none
+    /// ([`ZephyrKernel::in_scheduler`]).
+    pub fn run(&self) {
         if let Some((id, thread, until)) = self.throttle {
             port::throttle(id.0, thread, until);
         }
