@@ -163,14 +163,15 @@ pub extern "C" fn qf_thread_slot(thread: *mut KThread) -> c_int {
     })
 }
 
-/// Context switch: `thread` (the new `_current`) is switched in (SWT_TO). When the thread
-/// switched out had a control block, its hook already read the clock for this switch (a few
-/// microseconds ago, at most a tick boundary ago): that tick is used instead of another read.
+/// Context switch: `thread` (the new `_current`) is switched in (SWT_TO); `control` is its
+/// control word if the caller read it (see port.h). When the thread switched out had a control
+/// block, its hook already read the clock for this switch (a few microseconds ago, at most a
+/// tick boundary ago): that tick is used instead of another read.
 #[no_mangle]
-pub extern "C" fn z_qf_switched_in(thread: *mut KThread) {
+pub extern "C" fn z_qf_switched_in(thread: *mut KThread, control: usize) {
     with_state(|state| {
         let same_switch = port::switch_tick_take_valid();
-        if let Some(id) = state.threads.find(Thread(thread)) {
+        if let Some(id) = state.threads.find_switching(Thread(thread), control) {
             let now = if same_switch {
                 state.switch_tick
             } else {
@@ -183,11 +184,12 @@ pub extern "C" fn z_qf_switched_in(thread: *mut KThread) {
     });
 }
 
-/// Context switch: `thread` (still `_current`) is switched away (SWT_AY).
+/// Context switch: `thread` (still `_current`) is switched away (SWT_AY); `control` as for
+/// [`z_qf_switched_in`].
 #[no_mangle]
-pub extern "C" fn z_qf_switched_out(thread: *mut KThread) {
+pub extern "C" fn z_qf_switched_out(thread: *mut KThread, control: usize) {
     with_state(|state| {
-        if let Some(id) = state.threads.find(Thread(thread)) {
+        if let Some(id) = state.threads.find_switching(Thread(thread), control) {
             let now = port::now();
             let mut kernel = ZephyrKernel::in_scheduler(&state.threads, now);
             let _ = state.sched.switched_out(&mut kernel, id);

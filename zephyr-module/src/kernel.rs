@@ -127,6 +127,9 @@ impl Deferred {
     /// choosing the next thread, and qf-sched only throttles from a switch hook in
     /// hard-reservation mode, which the Zephyr API does not offer), so those entries record none
     /// ([`ZephyrKernel::in_scheduler`]).
+    // Inlined into its two callers: a budget exhaustion (B_ROUT, counted) otherwise pays a call
+    // and a register save for three tests.
+    #[inline(always)]
     pub fn run(&self) {
         if let Some((id, thread, until)) = self.throttle {
             port::throttle(id.0, thread, until);

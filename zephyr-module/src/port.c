@@ -43,6 +43,7 @@ struct qf_timer {
 	struct _timeout timeout;
 	uint64_t target;   /* when the scheduler wants its expiry */
 	uint64_t pending;  /* when the kernel timeout will fire, if armed */
+	uint16_t slot;     /* its pool slot (stored: recomputing it from the address divides) */
 	bool wanted;
 	bool armed;
 };
@@ -81,6 +82,17 @@ struct k_thread *qf_port_current(void)
 
 static void qf_timer_fired(struct _timeout *timeout);
 
+/* K_TIMEOUT_ABS_TICKS(at) without its clamp to non-negative tick counts, which costs the
+ * switch-in hook a dozen instructions: `at` is a tick count since boot, far below 2^63, so the
+ * unsigned subtraction gives exactly the macro's value. A larger `at` (a saturated "never" of
+ * the scheduler) becomes K_FOREVER or a relative wait of over 2^62 ticks, never either way.
+ */
+static ALWAYS_INLINE k_timeout_t qf_abs_ticks(uint64_t at)
+{
+	BUILD_ASSERT(IS_ENABLED(CONFIG_TIMEOUT_64BIT), "absolute timeouts need 64-bit ticks");
+	return (k_timeout_t){.ticks = (k_ticks_t)((uint64_t)K_TICKS_FOREVER - 1U - at)};
+}
+
 /* Inlined into both callers: the switch-in hook reaches it through qf_port_timer_arm on nearly
  * every switch, and a call there costs a second register save and a reload of `armed`.
  */
@@ -89,7 +101,7 @@ static ALWAYS_INLINE void qf_timer_aim(struct qf_timer *t, uint64_t at)
 	if (t->armed) {
 		z_abort_timeout(&t->timeout);
 	}
-	z_add_timeout(&t->timeout, qf_timer_fired, K_TIMEOUT_ABS_TICKS(at));
+	z_add_timeout(&t->timeout, qf_timer_fired, qf_abs_ticks(at));
 	t->pending = at;
 	t->armed = true;
 }
@@ -110,7 +122,7 @@ static void qf_timer_fired(struct _timeout *timeout)
 	}
 	t->wanted = false;
 	/* The tick just read is the expiry's time: the handler need not read the clock again. */
-	qf_rs_timer_expired((uint16_t)(t - qf_timers), now);
+	qf_rs_timer_expired(t->slot, now);
 }
 
 void qf_port_timer_arm(uint16_t slot, uint64_t at)
@@ -160,9 +172,14 @@ static int qf_cycle_origin_init(void)
 }
 SYS_INIT(qf_cycle_origin_init, POST_KERNEL, 0);
 
-/* The Rust state's boot-time configuration (state.rs), before any thread runs. */
+/* The timers' slots and the Rust state's boot-time configuration (state.rs), before any thread
+ * runs.
+ */
 static int qf_init(void)
 {
+	for (uint16_t slot = 0; slot < ARRAY_SIZE(qf_timers); slot++) {
+		qf_timers[slot].slot = slot;
+	}
 	qf_rs_init();
 	return 0;
 }

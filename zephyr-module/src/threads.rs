@@ -39,6 +39,16 @@ impl Registry {
             .map(|slot| ThreadId(slot as u16))
     }
 
+    /// The slot of `thread` at a context switch: `control` is its control word as the patched
+    /// kernel's hook has just read it (slot + 1), which saves reading it again, or 0 where the
+    /// caller has none (the tracing hooks).
+    pub fn find_switching(&self, thread: Thread, control: usize) -> Option<ThreadId> {
+        match control.checked_sub(1) {
+            Some(slot) => Some(ThreadId(slot as u16)),
+            None => self.find(thread),
+        }
+    }
+
     /// Claims a free slot for `thread` (which holds none). `None`: the pool is full.
     pub fn claim(&mut self, thread: Thread) -> Option<ThreadId> {
         let slot = self.owners.iter().position(|owner| owner.is_null())?;

@@ -10,10 +10,10 @@
 
 void sys_trace_thread_switched_in_user(void)
 {
-	z_qf_switched_in(_current);
+	z_qf_switched_in(_current, 0); /* no control word here: the pool is searched */
 }
 
 void sys_trace_thread_switched_out_user(void)
 {
-	z_qf_switched_out(_current);
+	z_qf_switched_out(_current, 0);
 }

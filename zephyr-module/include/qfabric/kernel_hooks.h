@@ -19,7 +19,7 @@
 static ALWAYS_INLINE void z_qf_thread_switched_in(struct k_thread *thread)
 {
 	if (thread != NULL && thread->base.qf_control != NULL) {
-		z_qf_switched_in(thread);
+		z_qf_switched_in(thread, (uintptr_t)thread->base.qf_control);
 	} else {
 		z_qf_switch_tick_valid = false;
 	}
@@ -28,7 +28,7 @@ static ALWAYS_INLINE void z_qf_thread_switched_in(struct k_thread *thread)
 static ALWAYS_INLINE void z_qf_thread_switched_out(struct k_thread *thread)
 {
 	if (thread != NULL && thread->base.qf_control != NULL) {
-		z_qf_switched_out(thread);
+		z_qf_switched_out(thread, (uintptr_t)thread->base.qf_control);
 	}
 }
 

@@ -55,8 +55,13 @@ void qf_port_thread_control_set(struct k_thread *thread, uintptr_t control);
 void qf_rs_init(void);
 void qf_rs_timer_expired(uint16_t slot, uint64_t now);
 void qf_rs_thread_exit(struct k_thread *thread);
-/* The context-switch hooks: from the kernel patch (kernel_hooks.h) or CONFIG_TRACING_USER. */
-void z_qf_switched_in(struct k_thread *thread);
-void z_qf_switched_out(struct k_thread *thread);
+/*
+ * The context-switch hooks: from the kernel patch (kernel_hooks.h) or CONFIG_TRACING_USER.
+ * `control` is the thread's control word (thread->base.qf_control: its pool slot + 1) as the
+ * patched kernel's hook has just read it, or 0 from a caller without one (the tracing hooks):
+ * then the pool is searched.
+ */
+void z_qf_switched_in(struct k_thread *thread, uintptr_t control);
+void z_qf_switched_out(struct k_thread *thread, uintptr_t control);
 
 #endif /* QFABRIC_PORT_H_ */
