@@ -11,5 +11,6 @@
  *  thread, with a budget of @p budget_ticks; leaves the thread's deadline as it was.
  */
 void paper_baseline_round(int64_t budget_ticks);
+void paper_baseline_expiry_arm(int64_t budget_ticks);
 
 #endif /* PAPER_BASELINE_H_ */

@@ -132,6 +132,10 @@ static void run_server(void *task, void *b, void *c)
 			paper_baseline_round(paper_case_ticks(running, t->budget_ns));
 		}
 		(void)deadline_set(k_current_get(), cycles(t->period_ns));
+		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
+			/* At the job's start, so the expiry interrupts this thread's job. */
+			paper_baseline_expiry_arm(paper_case_ticks(running, t->budget_ns));
+		}
 		execute(t->jobs[j].work_ns);
 	}
 	/* The last job is done: wait for a next one that arrives after the horizon. */
