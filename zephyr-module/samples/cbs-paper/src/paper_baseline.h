@@ -10,7 +10,10 @@
 /** One switch-in, switch-out and budget replenishment of the paper's design for the calling
  *  thread, with a budget of @p budget_ticks; leaves the thread's deadline as it was.
  */
-void paper_baseline_round(int64_t budget_ticks);
-void paper_baseline_expiry_arm(int64_t budget_ticks);
+/* At the end of a job (before the thread sleeps until its next one) and at the start of the
+ * next: the paper's switch hooks, and at the start also its budget callback at the next tick.
+ */
+void paper_baseline_job_end(int64_t budget_ticks);
+void paper_baseline_job_start(int64_t budget_ticks);
 
 #endif /* PAPER_BASELINE_H_ */

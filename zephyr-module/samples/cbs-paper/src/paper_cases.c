@@ -129,12 +129,11 @@ static void run_server(void *task, void *b, void *c)
 				   cycles(t->jobs[j].arrival_ns - t->jobs[j - 1].arrival_ns));
 		}
 		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
-			paper_baseline_round(paper_case_ticks(running, t->budget_ns));
+			paper_baseline_job_end(paper_case_ticks(running, t->budget_ns));
 		}
 		(void)deadline_set(k_current_get(), cycles(t->period_ns));
 		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
-			/* At the job's start, so the expiry interrupts this thread's job. */
-			paper_baseline_expiry_arm(paper_case_ticks(running, t->budget_ns));
+			paper_baseline_job_start(paper_case_ticks(running, t->budget_ns));
 		}
 		execute(t->jobs[j].work_ns);
 	}
