@@ -345,7 +345,8 @@ impl ControlBlock {
         self.on_cpu = false;
         if self.pause_budget(now) {
             self.record(ring, id, now, EventKind::SwitchedAway);
-            self.rearm(kernel, id);
+            // `rearm` with the clock just stopped: only the miss check is left to watch.
+            self.aim_timer(kernel, id, self.miss_at);
         }
     }
 
@@ -434,6 +435,12 @@ impl ControlBlock {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        self.aim_timer(kernel, id, target);
+    }
+
+    /// Points the timer at `target`, the earliest pending check as `rearm` works it out.
+    #[inline]
+    fn aim_timer<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId, target: Option<u64>) {
         if target == self.timer_at {
             return;
         }
