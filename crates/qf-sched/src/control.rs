@@ -8,7 +8,8 @@
 //! The steps that run inside a context-switch or timer hook are `#[inline]`, so each hook is
 //! one function (`benches/hook_instructions.rs` counts its instructions per call); `record`
 //! and `rearm`, called from many places, are left to the compiler, which keeps the MCU image
-//! smaller and counted no more instructions. `start_cycle` has one caller and is always
+//! smaller and counted no more instructions. `switched_out`, which has just stopped the budget
+//! clock, skips `rearm`'s exhaustion arithmetic and aims the timer at the miss check directly. `start_cycle` has one caller and is always
 //! inlined into it; what `deadline_set` reaches only rarely (a budget exhausted right at the
 //! release, admission control, 128-bit CBS products) is `#[cold]` and out of line, so the
 //! common cycle edge saves fewer registers.
