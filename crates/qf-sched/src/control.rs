@@ -10,8 +10,10 @@
 //! and `rearm`, called from many places, are left to the compiler, which keeps the MCU image
 //! smaller and counted no more instructions. The switch hooks skip `rearm`'s general case when
 //! they have just stopped or started the budget clock: `switched_out` aims the timer at the miss
-//! check, `switched_in` at the earlier of it and `now + budget`, from values already at hand. `start_cycle` has one caller and is always
-//! inlined into it; what `deadline_set` reaches only rarely (a budget exhausted right at the
+//! check, `switched_in` at the earlier of it and `now + budget`, from values already at hand.
+//! `exhaust` is inlined into the timer expiry, where budgets run out (B_ROUT); a budget found
+//! empty when the clock starts takes a cold out-of-line copy. `start_cycle` has one caller and
+//! is always inlined into it; what `deadline_set` reaches only rarely (a budget exhausted right at the
 //! release, admission control, 128-bit CBS products) is `#[cold]` and out of line, so the
 //! common cycle edge saves fewer registers.
 
@@ -308,10 +310,24 @@ impl ControlBlock {
         self.budget_running_since = Some(now);
         self.record(ring, id, now, EventKind::SwitchedTo);
         if self.server.budget == 0 {
-            self.exhaust(kernel, ring, id, now);
+            self.exhaust_at_resume(kernel, ring, id, now);
             return false;
         }
         true
+    }
+
+    /// [`Self::exhaust`] for a budget found empty when the clock starts: rare, so out of line
+    /// and cold, leaving `exhaust` inlined into the timer expiry, its common caller (B_ROUT).
+    #[cold]
+    #[inline(never)]
+    fn exhaust_at_resume<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+    ) {
+        self.exhaust(kernel, ring, id, now);
     }
 
     /// SWT_TO: the thread got the CPU.
@@ -391,16 +407,16 @@ impl ControlBlock {
         }
         if let Some(since) = self.budget_running_since.filter(|_| self.cycle_served) {
             if now.saturating_sub(since) >= self.server.budget {
-                self.server.budget = 0;
-                self.budget_running_since = Some(now);
+                // `exhaust` sets the budget and its clock in either mode.
                 self.exhaust(kernel, ring, id, now);
             }
         }
         self.rearm(kernel, id);
     }
 
-    /// The budget is zero while the job still runs (the clock is running): B_ROUT, or
+    /// The budget is used up while the job still runs (the clock is running): B_ROUT, or
     /// throttling in hard-reservation mode when the server deadline is still ahead.
+    #[inline(always)]
     fn exhaust<K: Kernel, const E: usize>(
         &mut self,
         kernel: &mut K,
@@ -410,6 +426,7 @@ impl ControlBlock {
     ) {
         let old_deadline = self.server.deadline;
         if self.hard_reservation && old_deadline > now {
+            self.server.budget = 0;
             self.budget_running_since = None;
             self.throttled_until = Some(old_deadline);
             self.server.deadline = old_deadline.saturating_add(self.server.period);
