@@ -232,6 +232,7 @@ pub extern "C" fn qf_rs_thread_exit(thread: *mut KThread) {
         if let Some(id) = state.threads.find(Thread(thread)) {
             let mut kernel = ZephyrKernel::in_scheduler(&state.threads, port::now());
             let _ = state.sched.detach(&mut kernel, id);
+            port::slot_release(id.0);
             state.threads.release(id);
             state.miss_callbacks[id.index()] = None;
             if let Some(flag) = MISSED.get(id.index()) {

@@ -11,8 +11,8 @@ use crate::sys::{
     qf_errno_ebusy, qf_errno_einval, qf_errno_enomem, qf_errno_enospc, qf_errno_etimedout,
     qf_port_current, qf_port_cycles_to_ticks, qf_port_deadline_set, qf_port_deadline_set_relative,
     qf_port_lock, qf_port_miss_callback, qf_port_now, qf_port_print, qf_port_reschedule,
-    qf_port_sleep_until, qf_port_throttle, qf_port_timer_arm, qf_port_timer_cancel, qf_port_unlock,
-    z_qf_switch_tick_valid,
+    qf_port_sleep_until, qf_port_slot_release, qf_port_throttle, qf_port_timer_arm,
+    qf_port_timer_cancel, qf_port_unlock, z_qf_switch_tick_valid,
 };
 #[cfg(qf_thread_field)]
 use crate::sys::{qf_port_thread_control_get, qf_port_thread_control_set};
@@ -110,10 +110,16 @@ pub fn timer_arm(slot: u16, at: u64) {
     unsafe { qf_port_timer_arm(slot, at) }
 }
 
-/// Disarms pool slot `slot`'s timers.
+/// Forgets pool slot `slot`'s timer target (a pending kernel timeout is dropped when it fires).
 pub fn timer_cancel(slot: u16) {
     // SAFETY: as for `timer_arm`.
     unsafe { qf_port_timer_cancel(slot) }
+}
+
+/// Pool slot `slot`'s thread exits: drops its timer target and any pending throttle resume.
+pub fn slot_release(slot: u16) {
+    // SAFETY: as for `timer_arm`.
+    unsafe { qf_port_slot_release(slot) }
 }
 
 /// Sets `thread`'s absolute EDF deadline to tick `at` and repositions it in the run queue.

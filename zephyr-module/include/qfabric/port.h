@@ -39,6 +39,7 @@ uint64_t qf_port_cycles_to_ticks(uint32_t cycles);
 struct k_thread *qf_port_current(void);
 void qf_port_timer_arm(uint16_t slot, uint64_t at);
 void qf_port_timer_cancel(uint16_t slot);
+void qf_port_slot_release(uint16_t slot);
 void qf_port_deadline_set(struct k_thread *thread, uint64_t at);
 void qf_port_deadline_set_relative(struct k_thread *thread, int deadline);
 void qf_port_sleep_until(uint64_t at);
