@@ -111,6 +111,34 @@ def measure(lines, kinds):
         previous = symbol
 
 
+class Classified:
+    """Hook calls sorted by kind: the counted samples per event (with their per-function
+    profile and whether each reprogrammed the hardware timer), and the calls left out."""
+
+    def __init__(self):
+        self.samples = collections.defaultdict(list)
+        self.profiles = collections.defaultdict(collections.Counter)
+        self.reprogrammed = collections.defaultdict(list)
+        self.plain = collections.defaultdict(list)
+        self.unowned = collections.defaultdict(list)
+
+
+def classify(events):
+    """Sorts the (event, instructions, per function) triples `measure` yields."""
+    out = Classified()
+    for event, count, per_function in events:
+        work = REPLENISH if event == "B_ROUT" else CBS_WORK
+        if event.startswith("paper ") or work & per_function.keys():
+            out.samples[event].append(count)
+            out.profiles[event].update(per_function)
+            out.reprogrammed[event].append(REPROGRAM in per_function)
+        elif event == "B_ROUT" or per_function.keys() - LOCKING:
+            out.plain[event].append(count)
+        else:
+            out.unowned[event].append(count)
+    return out
+
+
 def table(samples, batch):
     maxima = [max(samples[i:i + batch]) for i in range(0, len(samples), batch)]
     most_frequent = collections.Counter(maxima).most_common(1)[0][0]
@@ -126,21 +154,9 @@ def main():
                         help="also print the average instructions per function of each event")
     args = parser.parse_args()
     kinds = instruction_kinds(args.elf, args.objdump)
-    samples = collections.defaultdict(list)
-    profiles = collections.defaultdict(collections.Counter)
-    plain = collections.defaultdict(list)
-    unowned = collections.defaultdict(list)
-    reprogrammed = collections.defaultdict(list)
-    for event, count, per_function in measure(sys.stdin, kinds):
-        work = REPLENISH if event == "B_ROUT" else CBS_WORK
-        if event.startswith("paper ") or work & per_function.keys():
-            samples[event].append(count)
-            profiles[event].update(per_function)
-            reprogrammed[event].append(REPROGRAM in per_function)
-        elif event == "B_ROUT" or per_function.keys() - LOCKING:
-            plain[event].append(count)
-        else:
-            unowned[event].append(count)
+    found = classify(measure(sys.stdin, kinds))
+    samples, profiles, reprogrammed = found.samples, found.profiles, found.reprogrammed
+    plain, unowned = found.plain, found.unowned
     if not samples:
         sys.exit("qemu-overhead: no hook calls with CBS work found in the trace")
     print("event,samples,average,most_frequent_max,max (instructions)")

@@ -1,0 +1,103 @@
+"""Unit tests of qemu-overhead.py's trace walking and sample sorting, on synthetic QEMU exec
+traces (the script's figures are the module's overhead claims, so its counting is tested here
+rather than trusted). Run: python3 -m unittest discover -s zephyr-module/scripts -p 'test_*.py'
+"""
+import importlib.util
+import pathlib
+import unittest
+
+_PATH = pathlib.Path(__file__).with_name("qemu-overhead.py")
+_SPEC = importlib.util.spec_from_file_location("qemu_overhead", _PATH)
+overhead = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(overhead)
+
+
+def trace(*steps):
+    """QEMU `-d exec,nochain` lines for (pc, symbol) steps, one executed instruction each."""
+    return [f"Trace 0: 0x1 [00000000/{pc:08x}/00000000/00000000] {symbol}" for pc, symbol in steps]
+
+
+class MeasureTest(unittest.TestCase):
+    def test_a_hook_counts_its_callees_until_its_own_return(self):
+        lines = trace(
+            (0x10, "idle"),
+            (0x100, "z_qf_switched_in"),
+            (0x102, "z_qf_switched_in"),  # bl
+            (0x200, "qf_port_timer_arm"),
+            (0x202, "qf_port_timer_arm"),  # bx lr: back in the hook, not its end
+            (0x104, "z_qf_switched_in"),
+            (0x106, "z_qf_switched_in"),  # pop {pc}: the hook's end
+            (0x10, "idle"),
+        )
+        kinds = {0x102: "call", 0x202: "return", 0x106: "return"}
+        events = list(overhead.measure(lines, kinds))
+        self.assertEqual(len(events), 1)
+        event, count, per_function = events[0]
+        self.assertEqual((event, count), ("SWT_TO", 6))
+        self.assertEqual(per_function["qf_port_timer_arm"], 2)
+        self.assertEqual(per_function["z_qf_switched_in"], 4)
+
+    def test_a_tail_call_ends_the_hook_with_the_callee_return(self):
+        lines = trace(
+            (0x300, "z_qf_switched_out"),
+            (0x302, "z_qf_switched_out"),  # b.w qf_port_unlock: same depth
+            (0x400, "qf_port_unlock"),
+            (0x402, "qf_port_unlock"),  # bx lr: returns for the hook
+            (0x500, "after"),
+        )
+        events = list(overhead.measure(lines, {0x402: "return"}))
+        self.assertEqual([(e, c) for e, c, _ in events], [("SWT_AY", 4)])
+
+    def test_an_instruction_logged_twice_is_counted_once(self):
+        # QEMU logs an instruction again when it re-executes it after ending a block early.
+        lines = trace(
+            (0x600, "qf_timer_fired"),
+            (0x602, "qf_timer_fired"),
+            (0x602, "qf_timer_fired"),
+            (0x604, "qf_timer_fired"),
+        )
+        events = list(overhead.measure(lines, {0x604: "return"}))
+        self.assertEqual([(e, c) for e, c, _ in events], [("B_ROUT", 3)])
+
+
+def call(event, count, *functions):
+    return event, count, {function: 1 for function in functions}
+
+
+class ClassifyTest(unittest.TestCase):
+    def test_samples_are_hook_calls_with_cbs_work(self):
+        found = overhead.classify([
+            call("SWT_TO", 100, "z_qf_switched_in", "qf_port_timer_arm"),
+            call("SWT_TO", 40, "z_qf_switched_in", "qf_port_now"),  # no timer work
+            call("SWT_TO", 20, "z_qf_switched_in", "qf_port_lock", "qf_port_unlock"),
+            call("B_ROUT", 300, "qf_timer_fired", "qf_port_deadline_set"),
+            call("B_ROUT", 30, "qf_timer_fired", "qf_port_timer_arm"),  # early expiry
+            call("paper B_ROUT", 250, "paper_baseline_budget_expired"),
+        ])
+        self.assertEqual(found.samples["SWT_TO"], [100])
+        self.assertEqual(found.plain["SWT_TO"], [40])
+        self.assertEqual(found.unowned["SWT_TO"], [20])
+        self.assertEqual(found.samples["B_ROUT"], [300])
+        self.assertEqual(found.plain["B_ROUT"], [30])
+        self.assertEqual(found.samples["paper B_ROUT"], [250])
+
+    def test_a_sample_that_ran_the_timer_reprogramming_is_marked(self):
+        found = overhead.classify([
+            call("SWT_TO", 350, "qf_port_timer_arm", "sys_clock_set_timeout"),
+            call("SWT_TO", 120, "qf_port_timer_arm"),
+            call("paper SWT_AY", 289, "z_abort_timeout", "sys_clock_set_timeout"),
+        ])
+        self.assertEqual(found.reprogrammed["SWT_TO"], [True, False])
+        self.assertEqual(found.reprogrammed["paper SWT_AY"], [True])
+
+
+class TableTest(unittest.TestCase):
+    def test_average_most_frequent_batch_maximum_and_maximum(self):
+        # Batches of 2: maxima 5, 7, 5: O_f is 5, O_max 7.
+        average, most_frequent, top = overhead.table([1, 5, 7, 2, 5, 4], 2)
+        self.assertAlmostEqual(average, 4.0)
+        self.assertEqual((most_frequent, top), (5, 7))
+
+
+if __name__ == "__main__":
+    unittest.main()
