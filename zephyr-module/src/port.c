@@ -145,9 +145,9 @@ void qf_port_timer_cancel(uint16_t slot)
 void qf_port_slot_release(uint16_t slot)
 {
 	/* A throttled thread waits for qf_resume[slot], not for its timer (whose target the
-	 * scheduler has already dropped), so only this stops a dead thread from being resumed.
+	 * scheduler's detach has already dropped), so only this stops a dead thread from being
+	 * resumed.
 	 */
-	qf_timers[slot].wanted = false;
 	if (qf_resume_thread[slot] != NULL) {
 		z_abort_timeout(&qf_resume[slot]);
 		qf_resume_thread[slot] = NULL;

@@ -116,7 +116,7 @@ pub fn timer_cancel(slot: u16) {
     unsafe { qf_port_timer_cancel(slot) }
 }
 
-/// Pool slot `slot`'s thread exits: drops its timer target and any pending throttle resume.
+/// Pool slot `slot`'s thread exits (after qf-sched's detach): drops any pending throttle resume.
 pub fn slot_release(slot: u16) {
     // SAFETY: as for `timer_arm`.
     unsafe { qf_port_slot_release(slot) }

@@ -13,9 +13,9 @@
 //! check, `switched_in` at the earlier of it and `now + budget`, from values already at hand.
 //! `exhaust` is inlined into the timer expiry, where budgets run out (B_ROUT); a budget found
 //! empty when the clock starts takes a cold out-of-line copy. `start_cycle` has one caller and
-//! is always inlined into it; what `deadline_set` reaches only rarely (a budget exhausted right at the
-//! release, admission control, 128-bit CBS products) is `#[cold]` and out of line, so the
-//! common cycle edge saves fewer registers.
+//! is always inlined into it; what `deadline_set` reaches only rarely (a budget exhausted right
+//! at the release, admission control, 128-bit CBS products) is `#[cold]` and out of line, so
+//! the common cycle edge saves fewer registers.
 
 use crate::cbs::Server;
 use crate::event::{Event, EventKind, EventRing};

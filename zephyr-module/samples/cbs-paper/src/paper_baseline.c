@@ -78,7 +78,7 @@ __noinline void paper_baseline_budget_expired(int64_t max_budget)
 	k_reschedule();
 }
 
-/* The thread whose round armed the expiry, and its budget. */
+/* The thread whose job start armed the expiry, and its budget. */
 static struct k_thread *expiry_thread;
 static int64_t expiry_budget;
 
@@ -100,7 +100,7 @@ static void expiry_fired(struct k_timer *timer)
 
 static K_TIMER_DEFINE(expiry_timer, expiry_fired, NULL);
 
-static void switch_round(int64_t budget_ticks)
+void paper_baseline_job_end(int64_t budget_ticks)
 {
 	unsigned int key;
 
@@ -114,14 +114,9 @@ static void switch_round(int64_t budget_ticks)
 	irq_unlock(key);
 }
 
-void paper_baseline_job_end(int64_t budget_ticks)
-{
-	switch_round(budget_ticks);
-}
-
 void paper_baseline_job_start(int64_t budget_ticks)
 {
-	switch_round(budget_ticks);
+	paper_baseline_job_end(budget_ticks); /* the same switch hooks */
 	expiry_thread = k_current_get();
 	expiry_budget = budget_ticks;
 	k_timer_start(&expiry_timer, K_NO_WAIT, K_NO_WAIT); /* the next tick */

@@ -7,11 +7,10 @@
 
 #include <stdint.h>
 
-/** One switch-in, switch-out and budget replenishment of the paper's design for the calling
- *  thread, with a budget of @p budget_ticks; leaves the thread's deadline as it was.
- */
-/* At the end of a job (before the thread sleeps until its next one) and at the start of the
- * next: the paper's switch hooks, and at the start also its budget callback at the next tick.
+/** The paper's switch-in and switch-out for the calling thread with a budget of
+ *  @p budget_ticks, at the end of a job (before the thread sleeps until its next one) and at the
+ *  start of the next; at the start also its budget callback, at the next tick. The thread's
+ *  deadline is left as it was.
  */
 void paper_baseline_job_end(int64_t budget_ticks);
 void paper_baseline_job_start(int64_t budget_ticks);
