@@ -11,14 +11,54 @@
 # image's include directories, compile definitions and Kconfig macros from a response file
 # written here (qfabric-bindgen.args), so it reads them as the image's C compiler does.
 
+# The RV32 target of the core's ISA as the kernel is compiled for it (target_riscv.cmake's
+# -march/-mabi), choosing the largest extension set Rust has a bare-metal target for. It
+# matters: without M every multiplication is a library call, without C the code is ~30% larger
+# (ESP32-C3, the task-based CBS paper's board, is RV32IMC). The ABI must be the kernel's:
+# Rust's only hard-float RV32 target is riscv32imafc (ilp32f).
+function(qfabric_rv32_target out)
+  if(CONFIG_FPU AND CONFIG_FLOAT_HARD)
+    if(CONFIG_RISCV_ISA_RV32I AND CONFIG_RISCV_ISA_EXT_M AND CONFIG_RISCV_ISA_EXT_A
+       AND CONFIG_RISCV_ISA_EXT_C AND NOT CONFIG_CPU_HAS_FPU_DOUBLE_PRECISION)
+      set(${out} riscv32imafc-unknown-none-elf PARENT_SCOPE)
+      return()
+    endif()
+    message(FATAL_ERROR "qfabric: no Rust target has this RISC-V core's hard-float ABI; set "
+      "CONFIG_QFABRIC_RUST_TARGET, or CONFIG_FLOAT_SOFT")
+  endif()
+  if(CONFIG_RISCV_ISA_RV32E)
+    set(t riscv32e)
+  else()
+    set(t riscv32i)
+  endif()
+  if(CONFIG_RISCV_ISA_EXT_M)
+    string(APPEND t m)
+    # riscv32ima and riscv32imac exist, riscv32emac does not.
+    if(CONFIG_RISCV_ISA_EXT_A AND CONFIG_RISCV_ISA_RV32I)
+      string(APPEND t a)
+    endif()
+    if(CONFIG_RISCV_ISA_EXT_C)
+      string(APPEND t c)
+    endif()
+  endif()
+  set(${out} ${t}-unknown-none-elf PARENT_SCOPE)
+endfunction()
+
 function(qfabric_rust_target out)
   if(NOT "${CONFIG_QFABRIC_RUST_TARGET}" STREQUAL "")
     set(${out} "${CONFIG_QFABRIC_RUST_TARGET}" PARENT_SCOPE)
     return()
   endif()
+  if(CONFIG_RISCV AND NOT CONFIG_64BIT)
+    # Ours even beside zephyr-lang-rust, which maps every RV32 core to riscv32i ("TODO: pick
+    # the best"): objects of one ABI link together whatever their extensions, as the kernel's
+    # own C objects (compiled with all of them) already do with the application's.
+    qfabric_rv32_target(t)
+    set(${out} ${t} PARENT_SCOPE)
+    return()
+  endif()
   if(COMMAND _rust_map_target)
     _rust_map_target()
-    # zephyr-lang-rust maps every RV32 core to riscv32i; qfabric needs no atomics, so it is kept.
     set(${out} "${RUST_TARGET}" PARENT_SCOPE)
     return()
   endif()
@@ -38,12 +78,6 @@ function(qfabric_rust_target out)
     set(t thumbv7m-none-eabi)
   elseif(CONFIG_CPU_CORTEX_M0 OR CONFIG_CPU_CORTEX_M0PLUS OR CONFIG_CPU_CORTEX_M1)
     set(t thumbv6m-none-eabi)
-  elseif(CONFIG_RISCV AND CONFIG_RISCV_ISA_RV32I)
-    if(CONFIG_RISCV_ISA_EXT_A AND CONFIG_RISCV_ISA_EXT_C AND CONFIG_RISCV_ISA_EXT_M)
-      set(t riscv32imac-unknown-none-elf)
-    else()
-      set(t riscv32i-unknown-none-elf)
-    endif()
   elseif(CONFIG_ARCH_POSIX AND CONFIG_64BIT AND CMAKE_HOST_SYSTEM_PROCESSOR MATCHES "x86_64")
     set(t x86_64-unknown-none)
   else()
