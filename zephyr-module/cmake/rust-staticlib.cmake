@@ -166,6 +166,15 @@ $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
   if(CONFIG_SIZE_OPTIMIZATIONS_AGGRESSIVE)
     set(opt_level CARGO_PROFILE_RELEASE_OPT_LEVEL=z)
   endif()
+  # rustc's bare-metal RISC-V targets leave linker relaxation off, which clang and GCC turn on:
+  # without it every call stays an auipc+jalr pair and every global an address pair, where the
+  # linker would make them one jal and one gp-relative access like the kernel's C.
+  set(rustflags)
+  if(target MATCHES "^riscv")
+    string(TOUPPER "${target}" triple)
+    string(REPLACE "-" "_" triple "${triple}")
+    set(rustflags CARGO_TARGET_${triple}_RUSTFLAGS=-Ctarget-feature=+relax)
+  endif()
   set(trace_events 0)
   set(trace_switches 0)
   if(CONFIG_QFABRIC_TRACE)
@@ -179,7 +188,7 @@ $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/qfabric-cargo.always
     BYPRODUCTS ${lib}
     COMMAND ${CMAKE_COMMAND} -E env
-      RUSTC=${QFABRIC_RUSTC} ${bootstrap} ${opt_level}
+      RUSTC=${QFABRIC_RUSTC} ${bootstrap} ${opt_level} ${rustflags}
       QFABRIC_MAX_THREADS=${CONFIG_QFABRIC_MAX_THREADS}
       QFABRIC_TRACE_EVENTS=${trace_events}
       QFABRIC_TRACE_SWITCHES=${trace_switches}

@@ -93,17 +93,26 @@ static ALWAYS_INLINE k_timeout_t qf_abs_ticks(uint64_t at)
 	return (k_timeout_t){.ticks = (k_ticks_t)((uint64_t)K_TICKS_FOREVER - 1U - at)};
 }
 
-/* Inlined into both callers: the switch-in hook reaches it through qf_port_timer_arm on nearly
- * every switch, and a call there costs a second register save and a reload of `armed`.
+/* Arms a timer that is not armed. Inlined into both callers, and the timeout is added last, so
+ * they tail-call z_add_timeout and save no registers: the switch-in hook reaches it through
+ * qf_port_timer_arm on nearly every switch, and the saves are most of a call's cost on RV32,
+ * which has no multi-register push. Marking it armed first is safe: nothing fires it before it
+ * is added.
  */
-static ALWAYS_INLINE void qf_timer_aim(struct qf_timer *t, uint64_t at)
+static ALWAYS_INLINE void qf_timer_add(struct qf_timer *t, uint64_t at)
 {
-	if (t->armed) {
-		z_abort_timeout(&t->timeout);
-	}
-	z_add_timeout(&t->timeout, qf_timer_fired, qf_abs_ticks(at));
 	t->pending = at;
 	t->armed = true;
+	z_add_timeout(&t->timeout, qf_timer_fired, qf_abs_ticks(at));
+}
+
+/* Moves an armed timer's expiry earlier: rare (a pending expiry is kept when it comes first),
+ * so out of line, keeping the common path above free of a call that needs saved registers.
+ */
+static __noinline void qf_timer_advance(struct qf_timer *t, uint64_t at)
+{
+	z_abort_timeout(&t->timeout);
+	qf_timer_add(t, at);
 }
 
 static void qf_timer_fired(struct _timeout *timeout)
@@ -117,7 +126,7 @@ static void qf_timer_fired(struct _timeout *timeout)
 	uint64_t now = (uint64_t)sys_clock_tick_get();
 
 	if (now < t->target) {
-		qf_timer_aim(t, t->target);
+		qf_timer_add(t, t->target);
 		return;
 	}
 	t->wanted = false;
@@ -131,10 +140,11 @@ void qf_port_timer_arm(uint16_t slot, uint64_t at)
 
 	t->target = at;
 	t->wanted = true;
-	if (t->armed && t->pending <= at) {
-		return; /* fires first; the handler re-aims */
-	}
-	qf_timer_aim(t, at);
+	if (!t->armed) {
+		qf_timer_add(t, at);
+	} else if (at < t->pending) {
+		qf_timer_advance(t, at);
+	} /* else it fires first, and the handler re-aims */
 }
 
 void qf_port_timer_cancel(uint16_t slot)
