@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Per-event overhead of qfabric's CBS hooks, counted in instructions from a QEMU exec trace.
 
-Run an Arm (Thumb) image under QEMU with `-icount shift=N -accel tcg,one-insn-per-tb=on -d
-exec,nochain -D <log>` (one trace line per executed instruction, deterministic virtual time) and
-feed the log on stdin; pass the ELF so each traced address can be disassembled. A hook call is
-counted from its first instruction to the return that leaves it: calls (bl/blx) nest, returns
-(bx lr, pop/ldm of pc) unnest, and tail calls (b) stay at the same depth, so a callee's return
-made on the hook's behalf ends it.
+Run an Arm (Thumb) or RISC-V image under QEMU with `-icount shift=N -accel
+tcg,one-insn-per-tb=on -d exec,nochain -D <log>` (one trace line per executed instruction,
+deterministic virtual time) and feed the log on stdin; pass the ELF (and its objdump) so each traced address can be
+disassembled. A hook call is counted from its first instruction to the return that leaves it:
+calls (bl/blx; jal/jalr) nest, returns (bx lr, pop/ldm of pc; ret) unnest, and tail calls (b;
+j/jr) stay at the same depth, so a callee's return made on the hook's behalf ends it.
 
   SWT_TO  z_qf_switched_in  calls that re-armed a budget timer (a CBS thread with an active job)
   SWT_AY  z_qf_switched_out calls that charged a budget (timer re-armed or cancelled)
@@ -57,25 +57,56 @@ LOCKING = set(HOOKS) | {"qf_port_lock", "qf_port_unlock"}
 
 
 DISASSEMBLY = re.compile(r"^\s*([0-9a-f]+):\s+(?:[0-9a-f]{4}\s?){1,2}\s+(\S+)\s*(.*)$")
+FILE_FORMAT = re.compile(r"file format (\S+)")
+
+
+def thumb_kind(mnemonic, operands):
+    """'call', 'return' or None for an Arm (Thumb) instruction."""
+    mnemonic = mnemonic.split(".")[0]
+    if mnemonic in ("bl", "blx"):
+        return "call"
+    if (mnemonic == "bx" and operands.startswith("lr")) or (
+        mnemonic in ("pop", "ldmia", "ldm") and "pc" in operands
+    ) or (mnemonic == "ldr" and operands.startswith("pc")):
+        return "return"
+    return None
+
+
+def riscv_kind(mnemonic, operands):
+    """'call', 'return' or None for a RISC-V instruction as GNU objdump prints it: a jump that
+    links (jal, jalr; objdump prints those that do not as j, jr and ret) is a call, ret returns,
+    and j/jr (tail calls, jump tables) stay at the same depth."""
+    mnemonic = mnemonic.split(".")[-1]  # c.jal prints as jal, but be safe
+    if mnemonic in ("jal", "jalr") and not operands.startswith("zero,"):
+        return "call"
+    if mnemonic == "ret" or (mnemonic == "jr" and operands == "ra"):
+        return "return"
+    return None
+
+
+def listing_kinds(listing):
+    """Maps each instruction address of an objdump -d listing to 'call', 'return' or None,
+    by the instruction set its file format names (Arm or RISC-V)."""
+    kinds = {}
+    kind_of = thumb_kind
+    for line in listing.splitlines():
+        file_format = FILE_FORMAT.search(line)
+        if file_format:
+            kind_of = riscv_kind if "riscv" in file_format.group(1) else thumb_kind
+            continue
+        match = DISASSEMBLY.match(line)
+        if not match:
+            continue
+        kind = kind_of(match.group(2), match.group(3))
+        if kind:
+            kinds[int(match.group(1), 16)] = kind
+    return kinds
 
 
 def instruction_kinds(elf, objdump):
     """Maps each instruction address of the ELF to 'call', 'return' or None."""
-    kinds = {}
     listing = subprocess.run([objdump, "-d", elf], capture_output=True, text=True, check=True)
-    for line in listing.stdout.splitlines():
-        match = DISASSEMBLY.match(line)
-        if not match:
-            continue
-        address, mnemonic, operands = int(match.group(1), 16), match.group(2), match.group(3)
-        mnemonic = mnemonic.split(".")[0]
-        if mnemonic in ("bl", "blx"):
-            kinds[address] = "call"
-        elif (mnemonic == "bx" and operands.startswith("lr")) or (
-            mnemonic in ("pop", "ldmia", "ldm") and "pc" in operands
-        ) or (mnemonic == "ldr" and operands.startswith("pc")):
-            kinds[address] = "return"
-    return kinds
+    return listing_kinds(listing.stdout)
 
 
 def measure(lines, kinds):

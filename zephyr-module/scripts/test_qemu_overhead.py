@@ -60,6 +60,40 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual([(e, c) for e, c, _ in events], [("B_ROUT", 3)])
 
 
+class ListingKindsTest(unittest.TestCase):
+    """Calls and returns as binutils' objdump -d prints them, per instruction set."""
+
+    def test_thumb_calls_and_returns(self):
+        listing = """
+zephyr.elf:     file format elf32-littlearm
+10004df8 <qf_rs_timer_expired>:
+10004df8:\tb5f0      \tpush\t{r4, r5, r6, r7, lr}
+10004e08:\tf7ff fa0e \tbl\t10004228 <qf_port_lock>
+10004e1a:\tf7ff ba0d \tb.w\t10004238 <qf_port_unlock>
+10004fa6:\t4788      \tblx\tr1
+10004fb0:\tbdf0      \tpop\t{r4, r5, r6, r7, pc}
+10004fb2:\t4770      \tbx\tlr
+"""
+        self.assertEqual(overhead.listing_kinds(listing), {
+            0x10004e08: "call", 0x10004fa6: "call", 0x10004fb0: "return",
+            0x10004fb2: "return"})
+
+    def test_riscv_calls_returns_and_jumps_that_stay(self):
+        listing = """
+zephyr.elf:     file format elf32-littleriscv
+80000232:\t5fa050ef          \tjal\t8000582c <z_thread_mark_switched_in>
+800019b6:\t9482                \tjalr\ts1
+80000abc:\t7d8080e7          \tjalr\t2008(ra) # 80001290 <k_sched_lock>
+80000ac0:\t0300006f          \tj\t80000af0 <next>
+8000195a:\t8782                \tjr\ta5
+8000027a:\t8282                \tjr\tt0
+80000ac8:\t8082                \tret
+"""
+        self.assertEqual(overhead.listing_kinds(listing), {
+            0x80000232: "call", 0x800019b6: "call", 0x80000abc: "call",
+            0x80000ac8: "return"})
+
+
 def call(event, count, *functions):
     return event, count, {function: 1 for function in functions}
 
