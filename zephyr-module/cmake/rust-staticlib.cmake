@@ -168,7 +168,8 @@ $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
   endif()
   # rustc's bare-metal RISC-V targets leave linker relaxation off, which clang and GCC turn on:
   # without it every call stays an auipc+jalr pair and every global an address pair, where the
-  # linker would make them one jal and one gp-relative access like the kernel's C.
+  # linker would make them one jal and one gp-relative access like the kernel's C. (rustc warns
+  # that `relax` is an unstable target feature: it is LLVM's own, the one clang uses.)
   set(rustflags)
   if(target MATCHES "^riscv")
     string(TOUPPER "${target}" triple)

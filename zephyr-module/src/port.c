@@ -93,8 +93,8 @@ static ALWAYS_INLINE k_timeout_t qf_abs_ticks(uint64_t at)
 	return (k_timeout_t){.ticks = (k_ticks_t)((uint64_t)K_TICKS_FOREVER - 1U - at)};
 }
 
-/* Arms a timer that is not armed. Inlined into both callers, and the timeout is added last, so
- * they tail-call z_add_timeout and save no registers: the switch-in hook reaches it through
+/* Arms a timer that is not armed. Inlined, and the timeout is added last, so its callers
+ * tail-call z_add_timeout and save no registers: the switch-in hook reaches it through
  * qf_port_timer_arm on nearly every switch, and the saves are most of a call's cost on RV32,
  * which has no multi-register push. Marking it armed first is safe: nothing fires it before it
  * is added.
