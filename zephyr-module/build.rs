@@ -1,6 +1,6 @@
 //! Turns the Kconfig values the module's CMake passes in the environment into Rust constants
-//! (`$OUT_DIR/config.rs`): the pool size, the trace ring and switch log sizes, the admission
-//! switch and the executor's chain table size; and
+//! (`$OUT_DIR/config.rs`): the pool size, the trace ring and switch log sizes, the CBS and
+//! admission switches and the executor's chain table size; and
 //! `cfg(qf_thread_field)` when the patched kernel keeps a control-block pointer in every thread.
 //!
 //! It also runs bindgen over the C headers of the FFI boundary (`src/bindings.h`: qfabric's API,
@@ -24,6 +24,7 @@ fn main() {
     let events = number("QFABRIC_TRACE_EVENTS", 0);
     let switches = number("QFABRIC_TRACE_SWITCHES", 0);
     let admission = number("QFABRIC_ADMISSION", 0) != 0;
+    let cbs = number("QFABRIC_CBS", 1) != 0;
     let chains = number("QFABRIC_EXECUTOR_MAX_CHAINS", 0);
     println!("cargo::rustc-check-cfg=cfg(qf_thread_field)");
     if number("QFABRIC_THREAD_FIELD", 0) != 0 {
@@ -43,6 +44,7 @@ fn main() {
              /// CONFIG_QFABRIC_TRACE_SWITCHES (0 without CONFIG_QFABRIC_TRACE).\n\
              pub const TRACE_SWITCHES: usize = {switches};\n\
              /// CONFIG_QFABRIC_ADMISSION.\npub const ADMISSION: bool = {admission};\n\
+             /// CONFIG_QFABRIC_CBS.\npub const CBS: bool = {cbs};\n\
              /// CONFIG_QFABRIC_EXECUTOR_MAX_CHAINS (0 without the executor).\n\
              #[allow(dead_code)]\npub const MAX_CHAINS: usize = {chains};\n"
         ),
@@ -118,6 +120,7 @@ const VARS: &[&str] = &[
     "qf_errno_ebusy",
     "qf_errno_enospc",
     "qf_errno_etimedout",
+    "qf_errno_enotsup",
     "z_qf_switch_tick_valid",
 ];
 

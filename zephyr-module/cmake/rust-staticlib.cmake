@@ -149,6 +149,10 @@ $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
   if(CONFIG_QFABRIC_ADMISSION)
     set(admission 1)
   endif()
+  set(cbs 0)
+  if(CONFIG_QFABRIC_CBS)
+    set(cbs 1)
+  endif()
   set(thread_field 0)
   if(CONFIG_QFABRIC_HOOKS_KERNEL_PATCH)
     set(thread_field 1)
@@ -180,7 +184,9 @@ $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
   set(trace_switches 0)
   if(CONFIG_QFABRIC_TRACE)
     set(trace_events ${CONFIG_QFABRIC_TRACE_EVENTS})
-    set(trace_switches ${CONFIG_QFABRIC_TRACE_SWITCHES})
+    if(CONFIG_QFABRIC_TRACE_SWITCHES) # undefined without the CBS (no switch hooks)
+      set(trace_switches ${CONFIG_QFABRIC_TRACE_SWITCHES})
+    endif()
   endif()
 
   # Always ask cargo (it knows the Rust sources); the stamp is never created on purpose and the
@@ -194,6 +200,7 @@ $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
       QFABRIC_TRACE_EVENTS=${trace_events}
       QFABRIC_TRACE_SWITCHES=${trace_switches}
       QFABRIC_ADMISSION=${admission}
+      QFABRIC_CBS=${cbs}
       QFABRIC_THREAD_FIELD=${thread_field}
       QFABRIC_EXECUTOR_MAX_CHAINS=${chains}
       QFABRIC_BINDGEN=${QFABRIC_BINDGEN}

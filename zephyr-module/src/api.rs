@@ -8,6 +8,7 @@ use core::sync::atomic::Ordering;
 
 use qf_sched::{Callback, Error, ThreadId};
 
+use crate::config::CBS;
 use crate::kernel::{Deferred, ZephyrKernel};
 use crate::port::{self, KThread, MissCallbackFn, Thread};
 use crate::state::{flag_deadline_miss, with_state, MissCallback, State, MISSED};
@@ -115,9 +116,13 @@ pub extern "C" fn qf_thread_period_set(thread: *mut KThread, period: c_int) -> c
     }
 }
 
-/// `k_thread_cbs_budget_set` / `qf_thread_cbs_budget_set`.
+/// `k_thread_cbs_budget_set` / `qf_thread_cbs_budget_set`: -ENOTSUP without CONFIG_QFABRIC_CBS
+/// (that kernel has no switch hooks to pause and resume a budget).
 #[no_mangle]
 pub extern "C" fn qf_thread_cbs_budget_set(thread: *mut KThread, budget: c_int) -> c_int {
+    if !CBS {
+        return negative(Errno::NotSupported);
+    }
     match ticks(budget) {
         Ok(budget) => configure(thread, |state, id| {
             status(state.sched.cbs_budget_set(id, budget))

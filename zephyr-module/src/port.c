@@ -22,6 +22,7 @@ const int qf_errno_enomem = ENOMEM;
 const int qf_errno_ebusy = EBUSY;
 const int qf_errno_enospc = ENOSPC;
 const int qf_errno_etimedout = ETIMEDOUT;
+const int qf_errno_enotsup = ENOTSUP;
 
 static struct k_spinlock qf_lock;
 

@@ -8,11 +8,11 @@ use core::fmt::Write;
 
 // The declarations come from include/qfabric/port.h through bindgen (build.rs, `crate::sys`).
 use crate::sys::{
-    qf_errno_ebusy, qf_errno_einval, qf_errno_enomem, qf_errno_enospc, qf_errno_etimedout,
-    qf_port_current, qf_port_cycles_to_ticks, qf_port_deadline_set, qf_port_deadline_set_relative,
-    qf_port_lock, qf_port_miss_callback, qf_port_now, qf_port_print, qf_port_reschedule,
-    qf_port_sleep_until, qf_port_slot_release, qf_port_throttle, qf_port_timer_arm,
-    qf_port_timer_cancel, qf_port_unlock, z_qf_switch_tick_valid,
+    qf_errno_ebusy, qf_errno_einval, qf_errno_enomem, qf_errno_enospc, qf_errno_enotsup,
+    qf_errno_etimedout, qf_port_current, qf_port_cycles_to_ticks, qf_port_deadline_set,
+    qf_port_deadline_set_relative, qf_port_lock, qf_port_miss_callback, qf_port_now, qf_port_print,
+    qf_port_reschedule, qf_port_sleep_until, qf_port_slot_release, qf_port_throttle,
+    qf_port_timer_arm, qf_port_timer_cancel, qf_port_unlock, z_qf_switch_tick_valid,
 };
 #[cfg(qf_thread_field)]
 use crate::sys::{qf_port_thread_control_get, qf_port_thread_control_set};
@@ -44,6 +44,7 @@ pub enum Errno {
     Busy,
     NoSpace,
     TimedOut,
+    NotSupported,
 }
 
 /// `-errno` as the C library of this image numbers it.
@@ -56,6 +57,7 @@ pub fn negative(errno: Errno) -> c_int {
             Errno::Busy => qf_errno_ebusy,
             Errno::NoSpace => qf_errno_enospc,
             Errno::TimedOut => qf_errno_etimedout,
+            Errno::NotSupported => qf_errno_enotsup,
         }
     };
     -value

@@ -28,7 +28,9 @@ int qf_thread_period_set(struct k_thread *thread, int period);
 /** Deadline-miss callback (NULL clears) armed by the thread's next deadline_set. */
 int qf_thread_deadline_miss_callback_set(struct k_thread *thread, qf_deadline_miss_cb_t cb,
 					 void *arg);
-/** Private CBS maximum budget (cycles, 0 removes the server); period = relative deadline. */
+/** Private CBS maximum budget (cycles, 0 removes the server); period = relative deadline.
+ *  -ENOTSUP without CONFIG_QFABRIC_CBS.
+ */
 int qf_thread_cbs_budget_set(struct k_thread *thread, int budget);
 /** Worst-case execution time (cycles) of a periodic thread, for admission control only. */
 int qf_thread_wcet_set(struct k_thread *thread, int wcet);

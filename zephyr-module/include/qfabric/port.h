@@ -23,6 +23,7 @@ extern const int qf_errno_enomem;
 extern const int qf_errno_ebusy;
 extern const int qf_errno_enospc;
 extern const int qf_errno_etimedout;
+extern const int qf_errno_enotsup;
 
 /*
  * Set by the switch-out hook of a thread with a control block and cleared by the next switch-in

@@ -12,7 +12,8 @@
  * Errors are negative errno values: -EINVAL (bad argument, or deadline_set on another thread
  * that has a control block), -ENOMEM (control-block pool full), -ENOSPC (admission control
  * refused the bandwidth; nothing changed), -ETIMEDOUT (the previous cycle overran its period:
- * the new cycle has started anyway).
+ * the new cycle has started anyway), -ENOTSUP (a CBS budget in a kernel built without
+ * CONFIG_QFABRIC_CBS).
  */
 #ifndef QFABRIC_QFABRIC_H_
 #define QFABRIC_QFABRIC_H_

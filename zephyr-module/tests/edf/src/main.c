@@ -308,6 +308,7 @@ static void cbs_condition(void *a, void *b, void *c)
 
 ZTEST(qfabric_edf, test_cbs_replenishment_condition_both_ways)
 {
+	Z_TEST_SKIP_IFNDEF(CONFIG_QFABRIC_CBS);
 	run_worker(cbs_condition);
 }
 
@@ -361,6 +362,7 @@ static void cbs_preempted(void *a, void *b, void *c)
 
 ZTEST(qfabric_edf, test_cbs_budget_pauses_across_preemption)
 {
+	Z_TEST_SKIP_IFNDEF(CONFIG_QFABRIC_CBS);
 	run_worker(cbs_preempted);
 }
 
@@ -396,6 +398,7 @@ static void cbs_exhausted(void *a, void *b, void *c)
 
 ZTEST(qfabric_edf, test_cbs_budget_exhaustion_postpones_the_deadline)
 {
+	Z_TEST_SKIP_IFNDEF(CONFIG_QFABRIC_CBS);
 	run_worker(cbs_exhausted);
 }
 
@@ -422,12 +425,33 @@ static void first_server(void *a, void *b, void *c)
 
 ZTEST(qfabric_edf, test_admission_rejects_over_one_cpu)
 {
+	Z_TEST_SKIP_IFNDEF(CONFIG_QFABRIC_CBS); /* the servers' bandwidth is their budget */
 	run_worker(first_server);
 	/* The first server's thread exited: its bandwidth is free again. */
 	k_thread_create(&helper_thread, helper_stack, STACK_SIZE, second_server, NULL, NULL, NULL,
 			WORKER_PRIO, 0, K_NO_WAIT);
 	k_thread_join(&helper_thread, K_FOREVER);
 	zassert_ok(second_status);
+}
+
+/* ---- without the CBS (CONFIG_QFABRIC_CBS=n) ---- */
+
+static void budget_refused(void *a, void *b, void *c)
+{
+	zassert_equal(budget_set(k_current_get(), ms(2)), -ENOTSUP, "a budget without the CBS");
+	/* The thread still gets its control block and its periodic EDF. */
+	zassert_ok(period_set(k_current_get(), ms(5)));
+	zassert_true(qf_thread_slot(k_current_get()) >= 0);
+}
+
+ZTEST(qfabric_edf, test_without_the_cbs_budgets_are_refused_and_switches_not_hooked)
+{
+	Z_TEST_SKIP_IFDEF(CONFIG_QFABRIC_CBS);
+	/* Nothing else in this suite's configuration instruments switches: that qfabric does
+	 * not ask for it means the context-switch path is upstream's.
+	 */
+	zassert_false(IS_ENABLED(CONFIG_INSTRUMENT_THREAD_SWITCHING));
+	run_worker(budget_refused);
 }
 
 ZTEST_SUITE(qfabric_edf, NULL, NULL, NULL, NULL, NULL);
