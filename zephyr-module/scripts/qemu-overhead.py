@@ -3,10 +3,11 @@
 
 Run an Arm (Thumb) or RISC-V image under QEMU with `-icount shift=N -accel
 tcg,one-insn-per-tb=on -d exec,nochain -D <log>` (one trace line per executed instruction,
-deterministic virtual time) and feed the log on stdin; pass the ELF (and its objdump) so each traced address can be
-disassembled. A hook call is counted from its first instruction to the return that leaves it:
-calls (bl/blx; jal/jalr) nest, returns (bx lr, pop/ldm of pc; ret) unnest, and tail calls (b;
-j/jr) stay at the same depth, so a callee's return made on the hook's behalf ends it.
+deterministic virtual time) and feed the log on stdin; pass the ELF (and its objdump) so each
+traced address can be disassembled. A hook call is counted from its first instruction to the
+return that leaves it: calls (bl/blx; jal/jalr) nest, returns (bx lr, pop/ldm of pc; ret)
+unnest, and tail calls (b; j/jr) stay at the same depth, so a callee's return made on the
+hook's behalf ends it.
 
   SWT_TO  z_qf_switched_in  calls that re-armed a budget timer (a CBS thread with an active job)
   SWT_AY  z_qf_switched_out calls that charged a budget (timer re-armed or cancelled)
