@@ -5,11 +5,18 @@
 //! locally on the request, so a reply is right only if it is byte-for-byte what the MCU's code
 //! must answer.
 //!
-//! Usage: `qf-board-guest frames|sizes|latency [--count N] [--epoch E]`; prints one summary line
-//! and exits 0 on success, 1 on the first failure (with the frame that failed).
+//! Usage: `qf-board-guest frames|sizes|latency [--count N] [--epoch E]`,
+//! `qf-board-guest chain-template [--epoch E]` (prints the resident chain's template request in
+//! hex, for the emulator's `chain start`), `qf-board-guest chain --period-us P [--count N]
+//! [--epoch E]` (checks the chain's results). Prints one summary line and exits 0 on success,
+//! 1 on the first failure (with the frame that failed).
 
+mod chain;
 mod endpoint;
+mod stats;
 mod traffic;
+
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
@@ -21,30 +28,113 @@ fn main() {
     }
 }
 
-fn flag(args: &[String], name: &str, default: u64) -> Result<u64> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(i) => {
-            let text = args
-                .get(i + 1)
-                .with_context(|| format!("{name} needs a value"))?;
-            text.parse()
-                .with_context(|| format!("{name} {text}: not a number"))
+/// The `--name value` pairs after the command; anything else is an error naming it.
+struct Flags<'a>(Vec<(&'a str, &'a str)>);
+
+impl<'a> Flags<'a> {
+    fn parse(command: &str, rest: &'a [String], known: &[&str]) -> Result<Flags<'a>> {
+        let mut pairs = Vec::new();
+        let mut rest = rest.iter();
+        while let Some(name) = rest.next() {
+            if !known.contains(&name.as_str()) {
+                bail!(
+                    "{command}: unknown argument '{name}' (flags: {})",
+                    known.join(", ")
+                );
+            }
+            let value = rest
+                .next()
+                .with_context(|| format!("{command}: {name} needs a value"))?;
+            pairs.push((name.as_str(), value.as_str()));
         }
+        Ok(Flags(pairs))
+    }
+
+    /// The flag's value as a number at least `min`, `default` when absent (`None`: required).
+    fn number(&self, name: &str, default: Option<u64>, min: u64) -> Result<u64> {
+        let Some(&(_, text)) = self.0.iter().rev().find(|(n, _)| *n == name) else {
+            return default.with_context(|| format!("{name} is required"));
+        };
+        let value: u64 = text
+            .parse()
+            .with_context(|| format!("{name} {text}: not a number"))?;
+        if value < min {
+            bail!("{name} {value}: must be at least {min}");
+        }
+        Ok(value)
+    }
+
+    fn epoch(&self) -> Result<u32> {
+        let epoch = self.number("--epoch", Some(1), 0)?;
+        u32::try_from(epoch).map_err(|_| anyhow::anyhow!("--epoch {epoch}: must fit 32 bits"))
     }
 }
 
 fn run(args: &[String]) -> Result<()> {
     let command = args.get(1).map(String::as_str).unwrap_or("");
-    let count = flag(args, "--count", 10_000)?;
-    let epoch = u32::try_from(flag(args, "--epoch", 1)?).context("--epoch must fit u32")?;
+    let rest = args.get(2..).unwrap_or_default();
+    let known: &[&str] = match command {
+        "frames" | "latency" => &["--count", "--epoch"],
+        "sizes" | "chain-template" => &["--epoch"],
+        "chain" => &["--count", "--period-us", "--epoch"],
+        other => bail!("unknown command '{other}' (frames, sizes, latency, chain-template, chain)"),
+    };
+    let flags = Flags::parse(command, rest, known)?;
+    let epoch = flags.epoch()?;
+    if command == "chain-template" {
+        println!("{}", chain::template_hex(epoch)?);
+        return Ok(());
+    }
+    let count = flags.number("--count", Some(10_000), 1)?;
+    let period = match command {
+        "chain" => Some(Duration::from_micros(flags.number(
+            "--period-us",
+            None,
+            1,
+        )?)),
+        _ => None,
+    };
     let mut ep = endpoint::Endpoint::open_qfabric()?;
-    let result = match command {
-        "frames" => traffic::frames(&mut ep, count, epoch),
-        "sizes" => traffic::sizes(&mut ep, epoch),
-        "latency" => traffic::latency(&mut ep, count, epoch),
-        other => bail!("unknown command '{other}' (frames, sizes, latency)"),
+    let result = match (command, period) {
+        ("frames", _) => traffic::frames(&mut ep, count, epoch),
+        ("sizes", _) => traffic::sizes(&mut ep, epoch),
+        ("latency", _) => traffic::latency(&mut ep, count, epoch),
+        (_, Some(period)) => chain::chain(&mut ep, count, period, epoch),
+        (other, None) => bail!("unknown command '{other}'"),
     };
     let closed = ep.destroy();
     result.and(closed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn error(words: &[&str]) -> String {
+        format!("{:#}", run(&args(words)).unwrap_err())
+    }
+
+    #[test]
+    fn bad_arguments_name_the_flag_and_value() {
+        assert!(error(&["g", "chain-template", "--epoch", "x4"]).contains("--epoch x4"));
+        assert!(error(&["g", "chain-template", "--epoch", "4294967296"]).contains("32 bits"));
+        assert!(error(&["g", "chain-template", "--epcoh", "4"]).contains("'--epcoh'"));
+        assert!(error(&["g", "chain-template", "--epoch"]).contains("--epoch needs a value"));
+        assert!(error(&["g", "chain", "--count", "5"]).contains("--period-us is required"));
+        assert!(error(&["g", "chain", "--period-us", "0"]).contains("--period-us 0"));
+        assert!(error(&["g", "chain", "--count", "0", "--period-us", "10"]).contains("--count 0"));
+        assert!(error(&["g", "chaos"]).contains("unknown command 'chaos'"));
+    }
+
+    #[test]
+    fn flags_take_defaults_and_the_last_value_given() {
+        let rest = args(&["--count", "7", "--count", "9"]);
+        let flags = Flags::parse("frames", &rest, &["--count", "--epoch"]).unwrap();
+        assert_eq!(flags.number("--count", Some(1), 1).unwrap(), 9);
+        assert_eq!(flags.epoch().unwrap(), 1);
+    }
 }

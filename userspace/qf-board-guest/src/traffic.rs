@@ -1,6 +1,7 @@
 //! The traffic checks: many frames, every message size, round-trip latency. Each request's
 //! expected reply is what `qf_tasks::serve` answers locally with a mirror of the MCU's replay
-//! windows (fresh at a new epoch, as on the MCU).
+//! windows (fresh at a new epoch, as on the MCU). The resident-chain check (`chain`) reuses the
+//! mirror and the exchange.
 
 use std::time::{Duration, Instant};
 
@@ -9,10 +10,11 @@ use qf_abi::{encode_frame, encode_frame_raw, Header, HEADER_LEN, MAX_FRAME_LEN};
 use qf_tasks::{serve, AddRequest, Crc32Request, FirRequest, Replay, Task};
 
 use crate::endpoint::Endpoint;
+use crate::stats::percentile;
 
 /// Largest rpmsg payload with Linux 6.12's 512-byte buffers (512 - 16-byte rpmsg header).
 pub const RPMSG_MAX_PAYLOAD: usize = 496;
-const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// xorshift64*: reproducible request contents without a dependency.
 struct Rng(u64);
@@ -26,7 +28,7 @@ impl Rng {
 }
 
 /// The MCU's expected behaviour, computed here.
-struct Mirror {
+pub struct Mirror {
     replay: Replay,
     epoch: u32,
     next_invocation: u64,
@@ -34,7 +36,7 @@ struct Mirror {
 }
 
 impl Mirror {
-    fn new(epoch: u32) -> Mirror {
+    pub fn new(epoch: u32) -> Mirror {
         Mirror {
             replay: Replay::new(),
             epoch,
@@ -50,7 +52,7 @@ impl Mirror {
     }
 
     /// A valid request for a task chosen by `i`, encoded into `out`.
-    fn request(&mut self, i: u64, out: &mut [u8; MAX_FRAME_LEN]) -> Result<usize> {
+    pub fn request(&mut self, i: u64, out: &mut [u8; MAX_FRAME_LEN]) -> Result<usize> {
         let task = [Task::Add, Task::Crc32, Task::FirX1][(i % 3) as usize];
         let header = self.header(task);
         let len = match task {
@@ -80,7 +82,7 @@ impl Mirror {
     }
 
     /// What the MCU must answer to `request`.
-    fn expect(&mut self, request: &[u8], out: &mut [u8; MAX_FRAME_LEN]) -> Result<usize> {
+    pub fn expect(&mut self, request: &[u8], out: &mut [u8; MAX_FRAME_LEN]) -> Result<usize> {
         let clock = || 0u64;
         let served = serve(request, out, &clock, &mut self.replay)
             .map_err(|e| anyhow::anyhow!("local serve: {e:?}"))?;
@@ -95,15 +97,34 @@ fn exchange(
     request: &[u8],
     what: &str,
 ) -> Result<Duration> {
+    exchange_skipping(ep, mirror, request, what, |_| Ok(false))
+}
+
+/// [`exchange`] on an endpoint that may also receive messages the MCU sends on its own (chain
+/// results): each message before the reply goes to `unsolicited`, which returns `Ok(true)` if it
+/// took the message (it is skipped), `Ok(false)` if the message must be the reply.
+pub fn exchange_skipping(
+    ep: &mut Endpoint,
+    mirror: &mut Mirror,
+    request: &[u8],
+    what: &str,
+    mut unsolicited: impl FnMut(&[u8]) -> Result<bool>,
+) -> Result<Duration> {
     let mut expected = [0u8; MAX_FRAME_LEN];
     let expected_len = mirror.expect(request, &mut expected)?;
     let mut reply = [0u8; MAX_FRAME_LEN];
     let start = Instant::now();
     ep.send(request)
         .with_context(|| format!("{what}: send {} bytes", request.len()))?;
-    let n = ep
-        .recv(&mut reply, REPLY_TIMEOUT)
-        .with_context(|| format!("{what}: reply"))?;
+    let n = loop {
+        // Each skipped message restarts the wait: the timeout bounds silence, not the total.
+        let n = ep
+            .recv(&mut reply, REPLY_TIMEOUT)
+            .with_context(|| format!("{what}: reply"))?;
+        if !unsolicited(&reply[..n]).with_context(|| format!("{what}: before the reply"))? {
+            break n;
+        }
+    };
     let rtt = start.elapsed();
     if reply[..n] != expected[..expected_len] {
         bail!(
@@ -175,17 +196,18 @@ pub fn latency(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
             &format!("call {i}"),
         )?);
     }
-    if rtts.is_empty() {
-        bail!("--count 0: nothing measured");
-    }
     rtts.sort();
-    let pct = |p: usize| rtts[(rtts.len() * p / 100).min(rtts.len() - 1)].as_micros();
+    let pct = |p: usize| {
+        percentile(&rtts, p)
+            .map(|d| d.as_micros())
+            .context("--count 0: nothing measured")
+    };
     println!(
         "latency: add round trip over {count} calls: p50 {} us, p95 {} us, p99 {} us, max {} us (QEMU TCG guest + emulator process on the host: not board timings)",
-        pct(50),
-        pct(95),
-        pct(99),
-        rtts[rtts.len() - 1].as_micros()
+        pct(50)?,
+        pct(95)?,
+        pct(99)?,
+        pct(100)?
     );
     Ok(())
 }
