@@ -54,7 +54,7 @@ crash_and_recover() {
   check "$name-traffic-resumes" $qfg frames --count 1000 --epoch $((epoch + 1))
 }
 
-echo "QFTEST PLAN 26"
+echo "QFTEST PLAN 27"
 
 # The MCU is not running yet (crashed before Linux looks): the driver binds, maps, waits.
 host crash
@@ -78,6 +78,14 @@ if wait_for 10 ctrl_dev; then pass rpmsg-ctrl "$(ls /dev/rpmsg_ctrl*)"; else fai
 check frames-10000 $qfg frames --count 10000 --epoch 1
 check sizes $qfg sizes --epoch 2
 check latency-10000 $qfg latency --count 10000 --epoch 3
+
+# A resident chain (QFabric Section VIII-A): the MCU's timer releases crc32 on a fixed request
+# every 10 ms and the MCU sends only the results, to the address that last wrote to it. The
+# program binds its endpoint with one request, then checks 200 results byte for byte.
+host chain start 10000 $($qfg chain-template --epoch 4)
+check chain-results $qfg chain --count 200 --period-us 10000 --epoch 4
+host chain stop
+sleep 1 # the harness polls the console every 200 ms: no result may reach the next endpoint
 
 # MCU crash in the middle of traffic (state published), then a hang (heartbeat only): two
 # recoveries in one boot.
