@@ -1,6 +1,6 @@
 //! The remote core on the virtual board: publishes the control block and resource table, keeps
-//! the heartbeat, serves the rpmsg vrings of each attach session, and crashes and restarts on
-//! command. The rules are docs/virtual-board.md's (rev 2).
+//! the heartbeat, serves the rpmsg vrings of each attach session, runs a resident chain, and
+//! crashes and restarts on command. The rules are docs/virtual-board.md's (rev 2).
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -11,12 +11,14 @@ use std::time::Duration;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use qf_abi::MAX_FRAME_LEN;
+use qf_chain::{ChainStats, MAX_CHAIN_RESPONSE_LEN};
 
 use crate::ivshmem::{GuestNotifier, McuDoorbell, VECTOR_STATE, VECTOR_VRING};
 use crate::layout::{
     control, McuState, CHANNEL_ADDR, HEARTBEAT_PERIOD_US, LAYOUT_VERSION, MAGIC, RSC_TABLE_OFFSET,
 };
 use crate::mcu::Mcu;
+use crate::resident::{ChainPlan, ResidentChain};
 use crate::rpmsg::{self, NS_ADDR};
 use crate::rsc_table::{self, TABLE_LEN};
 use crate::shm::{SharedMemory, ShmError};
@@ -25,8 +27,8 @@ use crate::vring::{DeviceError, RpmsgDevice, Sent};
 /// Name of the rpmsg channel the MCU announces.
 pub const CHANNEL_NAME: &str = "qfabric";
 
-/// Lifecycle commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Lifecycle and chain commands.
+#[derive(Debug, Clone)]
 pub enum Command {
     /// Stop the heartbeat, publish `crashed`, stop serving.
     Crash,
@@ -35,6 +37,11 @@ pub enum Command {
     Hang,
     /// New generation, re-publish, wait for Linux to re-attach.
     Restart,
+    /// Start a resident chain (replacing a running one). A crash or hang ends it: the chain
+    /// lives in the MCU's RAM, so after a restart it must be started again.
+    ChainStart(Box<ChainPlan>),
+    /// Stop the resident chain, if any.
+    ChainStop,
 }
 
 /// Errors of the board loop.
@@ -95,6 +102,9 @@ struct Session {
     device: RpmsgDevice,
     /// Messages waiting for a free rx buffer: (src, dst, payload).
     outbox: VecDeque<(u32, u32, Vec<u8>)>,
+    /// Where chain results go: the address of the last Linux endpoint that wrote to the
+    /// channel (as OpenAMP learns an endpoint's destination from the first message it gets).
+    chain_dest: Option<u32>,
 }
 
 /// Counters the board reports.
@@ -103,6 +113,10 @@ pub struct BoardStats {
     pub sessions: u64,
     pub stale_kicks: u64,
     pub foreign_messages: u64,
+    /// Whether a resident chain runs, and its counters (those of the last chain once stopped;
+    /// lateness and compute time in nanoseconds).
+    pub chain_running: bool,
+    pub chain: ChainStats,
 }
 
 /// The emulated remote core.
@@ -113,6 +127,7 @@ pub struct Board {
     mcu: Arc<Mcu>,
     control: Arc<BoardControl>,
     session: Option<Session>,
+    chain: Option<ResidentChain>,
     stats: Arc<Mutex<BoardStats>>,
     /// False while hung: the heartbeat thread skips its increments.
     heart_alive: Arc<AtomicBool>,
@@ -133,6 +148,7 @@ impl Board {
             mcu,
             control: Arc::new(BoardControl::new()?),
             session: None,
+            chain: None,
             stats: Arc::new(Mutex::new(BoardStats::default())),
             heart_alive: Arc::new(AtomicBool::new(true)),
         })
@@ -175,12 +191,15 @@ impl Board {
         let control = Arc::clone(&self.control);
         let doorbell = Arc::clone(&self.doorbell);
         loop {
-            let mut fds = [
+            let mut fds = vec![
                 PollFd::new(stop, PollFlags::POLLIN),
                 PollFd::new(doorbell.fd(VECTOR_VRING), PollFlags::POLLIN),
                 PollFd::new(doorbell.fd(VECTOR_STATE), PollFlags::POLLIN),
                 PollFd::new(control.wake.as_fd(), PollFlags::POLLIN),
             ];
+            if let Some(chain) = &self.chain {
+                fds.push(PollFd::new(chain.timer_fd(), PollFlags::POLLIN));
+            }
             match poll(&mut fds, PollTimeout::NONE) {
                 Err(nix::Error::EINTR) => continue,
                 other => other.map_err(|source| BoardError::Sys {
@@ -194,6 +213,11 @@ impl Board {
                 .collect();
             if ready[0] {
                 return Ok(());
+            }
+            // The chain's release first: on the MCU its timer interrupt preempts the rpmsg
+            // thread.
+            if ready.get(4) == Some(&true) {
+                self.release_chain()?;
             }
             if ready[3] {
                 for command in control.take() {
@@ -242,6 +266,7 @@ impl Board {
                     .store_u32(control::MCU_STATE, McuState::Crashed as u32)?;
                 self.mcu.crash();
                 self.session = None;
+                self.stop_chain();
                 log::info!("mcu: crashed (heartbeat stopped, not serving)");
                 self.guest.notify(VECTOR_STATE);
             }
@@ -249,6 +274,7 @@ impl Board {
                 self.heart_alive.store(false, Ordering::SeqCst);
                 self.mcu.crash();
                 self.session = None;
+                self.stop_chain();
                 log::info!("mcu: hung (heartbeat stopped, not serving, state left running)");
             }
             Command::Restart => {
@@ -256,27 +282,123 @@ impl Board {
                 self.heart_alive.store(true, Ordering::SeqCst);
                 self.publish()?;
             }
+            Command::ChainStart(plan) => {
+                if self.mcu.is_crashed() {
+                    log::warn!("mcu: chain not started: the MCU is down");
+                    return Ok(());
+                }
+                let period = plan.period();
+                self.stop_chain();
+                match ResidentChain::start(*plan) {
+                    Ok(chain) => {
+                        self.chain = Some(chain);
+                        self.publish_chain_stats();
+                        log::info!("mcu: resident chain started, period {period:?}");
+                    }
+                    // The board keeps serving; the chain's counters show it never ran.
+                    Err(e) => log::error!("mcu: {e}"),
+                }
+            }
+            Command::ChainStop => self.stop_chain(),
         }
+        Ok(())
+    }
+
+    fn stop_chain(&mut self) {
+        if self.chain.is_some() {
+            self.publish_chain_stats();
+            self.chain = None;
+            self.lock_stats().chain_running = false;
+            log::info!("mcu: resident chain stopped");
+        }
+    }
+
+    fn publish_chain_stats(&self) {
+        if let Some(chain) = &self.chain {
+            let mut stats = self.lock_stats();
+            stats.chain_running = true;
+            stats.chain = chain.stats();
+        }
+    }
+
+    /// A due release of the resident chain: run its job and send the result to the endpoint
+    /// that last wrote to the channel, if Linux is attached and has a free buffer right now. A
+    /// result is never queued: a late result is worth less than the next one, and the MCU
+    /// must not wait on Linux.
+    fn release_chain(&mut self) -> Result<(), BoardError> {
+        let Some(chain) = self.chain.as_mut() else {
+            return Ok(());
+        };
+        let mut out = [0u8; MAX_CHAIN_RESPONSE_LEN];
+        let len = match chain.release(&mut out) {
+            Ok(Some(len)) => len,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                log::error!("mcu: {e}; the chain stops");
+                self.stop_chain();
+                return Ok(());
+            }
+        };
+        let live = self.live_attach()?;
+        let mut accepted = false;
+        let mut failed = None;
+        if let Some(session) = self.session.as_mut() {
+            let dest = session
+                .chain_dest
+                .filter(|_| live == Some(session.attach_count) && session.outbox.is_empty());
+            if let Some(dst) = dest {
+                match session.device.send(CHANNEL_ADDR, dst, &out[..len]) {
+                    Ok(Sent::Delivered { interrupt }) => {
+                        accepted = true;
+                        if interrupt {
+                            self.guest.notify(VECTOR_VRING);
+                        }
+                    }
+                    Ok(Sent::NoBuffer) => {}
+                    Err(e) => failed = Some(e),
+                }
+            }
+        }
+        if let Some(chain) = self.chain.as_mut() {
+            chain.sent(accepted);
+        }
+        self.publish_chain_stats();
+        if let Some(e) = failed {
+            self.end_session(&e)?;
+        }
+        Ok(())
+    }
+
+    /// The attach count of the session Linux currently holds, if the MCU runs and serves.
+    fn live_attach(&self) -> Result<Option<u32>, BoardError> {
+        let shm = &self.shm;
+        let running =
+            McuState::from_u32(shm.load_u32(control::MCU_STATE)?) == Some(McuState::Running);
+        let attached = shm.load_u32(control::LINUX_STATE)? == 1
+            && shm.load_u32(control::ATTACHED_GENERATION)? == shm.load_u32(control::GENERATION)?;
+        let hung = !self.heart_alive.load(Ordering::SeqCst);
+        Ok((running && attached && !hung).then_some(shm.load_u32(control::ATTACH_COUNT)?))
+    }
+
+    /// Drops a session whose vrings failed.
+    fn end_session(&mut self, e: &DeviceError) -> Result<(), BoardError> {
+        let attach_count = self.session.as_ref().map_or(0, |s| s.attach_count);
+        log::error!("mcu: session {attach_count} stopped: {e}");
+        self.session = None;
+        self.shm.store_u32(control::SERVED_ATTACH_COUNT, 0)?;
         Ok(())
     }
 
     /// A vector-0 doorbell: serve the vrings if the kick belongs to the current attach.
     fn kick(&mut self) -> Result<(), BoardError> {
-        let shm = &self.shm;
-        let state = McuState::from_u32(shm.load_u32(control::MCU_STATE)?);
-        let generation = shm.load_u32(control::GENERATION)?;
-        let attached = shm.load_u32(control::LINUX_STATE)? == 1
-            && shm.load_u32(control::ATTACHED_GENERATION)? == generation;
-        let attach_count = shm.load_u32(control::ATTACH_COUNT)?;
-        let tag = shm.load_u32(control::KICK_TAG)?;
         // A hung MCU looks running from outside but serves nothing.
-        let hung = !self.heart_alive.load(Ordering::SeqCst);
-        let current = tag == attach_count && attach_count != 0;
-        if state != Some(McuState::Running) || hung || !attached || !current {
+        let live = self.live_attach()?;
+        let tag = self.shm.load_u32(control::KICK_TAG)?;
+        let Some(attach_count) = live.filter(|&count| count == tag && count != 0) else {
             self.lock_stats().stale_kicks += 1;
-            log::debug!("mcu: kick ignored (state {state:?}, hung {hung}, attached {attached}, tag {tag}, attach_count {attach_count})");
+            log::debug!("mcu: kick ignored (live attach {live:?}, tag {tag})");
             return Ok(());
-        }
+        };
         if self.session.as_ref().map(|s| s.attach_count) != Some(attach_count) {
             self.session = None;
             match self.start_session(attach_count) {
@@ -288,9 +410,7 @@ impl Board {
             }
         }
         if let Err(e) = self.serve_session() {
-            log::error!("mcu: session {attach_count} stopped: {e}");
-            self.session = None;
-            self.shm.store_u32(control::SERVED_ATTACH_COUNT, 0)?;
+            self.end_session(&e)?;
         }
         Ok(())
     }
@@ -315,6 +435,7 @@ impl Board {
             attach_count,
             device,
             outbox,
+            chain_dest: None,
         })
     }
 
@@ -346,6 +467,7 @@ impl Board {
                     );
                     continue;
                 }
+                session.chain_dest = Some(message.src);
                 let mut out = [0u8; MAX_FRAME_LEN];
                 if let Some(reply) = self.mcu.handle(&message.payload, &mut out) {
                     session.outbox.push_back((

@@ -1,7 +1,7 @@
 //! The control socket: fault knobs and lifecycle commands at run time, one text line per
 //! command, one line back (`ok ...` or `error: ...`). Commands:
 //! `latency-us N`, `drop-every N` (0 = off), `silent on|off`, `crash`, `hang`, `restart`,
-//! `status`.
+//! `chain start PERIOD_US TEMPLATE_HEX`, `chain stop`, `status`.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -14,9 +14,10 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::board::{BoardControl, Command};
 use crate::mcu::Mcu;
+use crate::resident::ChainPlan;
 
 /// A parsed control command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     LatencyUs(u64),
     DropEvery(u64),
@@ -24,6 +25,12 @@ pub enum Request {
     Crash,
     Hang,
     Restart,
+    /// A resident chain running the request frame `template` every `period_us`.
+    ChainStart {
+        period_us: u64,
+        template: Vec<u8>,
+    },
+    ChainStop,
     Status,
 }
 
@@ -52,17 +59,37 @@ pub fn parse(line: &str) -> Result<Request, String> {
         Some("hang") => Request::Hang,
         Some("restart") => Request::Restart,
         Some("status") => Request::Status,
+        Some("chain") => match words.get(1).copied() {
+            Some("start") => Request::ChainStart {
+                period_us: number("chain start PERIOD_US", words.get(2))?,
+                template: hex::decode(words.get(3).copied().unwrap_or("")).map_err(|e| {
+                    format!(
+                        "chain start TEMPLATE_HEX: '{}': {e}",
+                        words.get(3).unwrap_or(&"")
+                    )
+                })?,
+            },
+            Some("stop") => Request::ChainStop,
+            other => {
+                return Err(format!(
+                    "chain: expected 'start PERIOD_US TEMPLATE_HEX' or 'stop', got '{}'",
+                    other.unwrap_or("")
+                ))
+            }
+        },
         Some(other) => return Err(unknown(other)),
         None => return Err("empty command".to_string()),
     };
     let expected_words = match request {
         Request::LatencyUs(_) | Request::DropEvery(_) | Request::Silent(_) => 2,
+        Request::ChainStart { .. } => 4,
+        Request::ChainStop => 2,
         _ => 1,
     };
     if words.len() != expected_words {
         return Err(format!(
             "'{}' takes {} argument(s)",
-            words[0],
+            words[..expected_words.min(words.len()).min(2)].join(" "),
             expected_words - 1
         ));
     }
@@ -70,7 +97,7 @@ pub fn parse(line: &str) -> Result<Request, String> {
 }
 
 fn unknown(word: &str) -> String {
-    let known = "latency-us, drop-every, silent, crash, hang, restart, status";
+    let known = "latency-us, drop-every, silent, crash, hang, restart, chain, status";
     format!("unknown command '{word}' ({known})")
 }
 
@@ -126,6 +153,24 @@ impl ControlServer {
             Request::Restart => match &self.board {
                 Some(board) => board.send(Command::Restart),
                 None => self.mcu.restart(),
+            },
+            Request::ChainStart {
+                period_us,
+                template,
+            } => {
+                let Some(board) = &self.board else {
+                    return "error: chain: needs the rpmsg board (--ivshmem-socket)".to_string();
+                };
+                match ChainPlan::new(&template, period_us) {
+                    Ok(plan) => board.send(Command::ChainStart(Box::new(plan))),
+                    Err(e) => return format!("error: {e}"),
+                }
+            }
+            Request::ChainStop => match &self.board {
+                Some(board) => board.send(Command::ChainStop),
+                None => {
+                    return "error: chain: needs the rpmsg board (--ivshmem-socket)".to_string()
+                }
             },
             Request::Status => return format!("ok {}", (self.status)()),
         }
@@ -210,5 +255,29 @@ mod tests {
             .unwrap_err()
             .contains("unknown command 'reboot'"));
         assert!(parse("crash now").unwrap_err().contains("takes 0 argument"));
+    }
+
+    #[test]
+    fn chain_commands_parse_and_bad_ones_name_the_word() {
+        assert_eq!(
+            parse("chain start 10000 0a0B"),
+            Ok(Request::ChainStart {
+                period_us: 10000,
+                template: vec![0x0a, 0x0b]
+            })
+        );
+        assert_eq!(parse("chain stop"), Ok(Request::ChainStop));
+        let e = parse("chain start 10000 0g").unwrap_err();
+        assert!(e.contains("TEMPLATE_HEX: '0g'"), "{e}");
+        let e = parse("chain start ten 00").unwrap_err();
+        assert!(e.contains("'ten' is not a non-negative integer"), "{e}");
+        let e = parse("chain start 10000").unwrap_err();
+        assert!(e.contains("'chain start' takes 3 argument"), "{e}");
+        let e = parse("chain start 10000 00 extra").unwrap_err();
+        assert!(e.contains("'chain start' takes 3 argument"), "{e}");
+        assert!(parse("chain go").unwrap_err().contains("got 'go'"));
+        assert!(parse("chain stop now")
+            .unwrap_err()
+            .contains("'chain stop' takes 1"));
     }
 }

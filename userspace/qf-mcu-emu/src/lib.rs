@@ -5,6 +5,7 @@
 //! serves the rpmsg virtqueues as the virtio device ([`vring`], [`rpmsg`]) as the remote core
 //! ([`board`]), and answers QFabric frames with `qf-tasks` ([`mcu`]) over rpmsg and over a Unix
 //! socket for the host agent ([`unix_endpoint`]), under fault knobs ([`faults`], [`control`]).
+//! It also runs a resident chain released by its own timer ([`resident`]).
 //! The contract with the Linux driver is `docs/virtual-board.md`.
 #![deny(unsafe_code)]
 
@@ -15,6 +16,7 @@ pub mod ivshmem;
 pub mod layout;
 pub mod listen;
 pub mod mcu;
+pub mod resident;
 pub mod rpmsg;
 pub mod rsc_table;
 pub mod shm;

@@ -61,7 +61,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Ctl {
     /// Send one command to a running emulator's control socket and print the reply:
-    /// latency-us N | drop-every N | silent on|off | crash | hang | restart | status.
+    /// latency-us N | drop-every N | silent on|off | crash | hang | restart | status |
+    /// chain start PERIOD_US TEMPLATE_HEX | chain stop.
     Ctl {
         #[arg(long, value_name = "PATH")]
         control_socket: PathBuf,
@@ -273,6 +274,12 @@ fn status_fn(
             line += &format!(
                 " sessions={} stale_kicks={} foreign_messages={}",
                 b.sessions, b.stale_kicks, b.foreign_messages
+            );
+            let c = b.chain;
+            line += &format!(
+                " chain_running={} chain_releases={} chain_sent={} chain_not_sent={} chain_rejected={} chain_overruns={} chain_lateness_max_us={} chain_compute_ns_max={}",
+                b.chain_running, c.releases, c.sent, c.send_failures, c.rejected, c.overruns,
+                c.lateness_max / 1000, c.compute_ns_max
             );
         }
         if let Some(guest) = &guest {
