@@ -38,7 +38,7 @@ pub fn request(epoch: u32, invocation_id: u64, out: &mut [u8; MAX_FRAME_LEN]) ->
 pub fn template_hex(epoch: u32) -> Result<String> {
     let mut frame = [0u8; MAX_FRAME_LEN];
     let len = request(epoch, FIRST_INVOCATION, &mut frame)?;
-    Ok(frame[..len].iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex::encode(&frame[..len]))
 }
 
 /// Whether `message` is a chain result rather than a reply to Linux: a crc32 response under
@@ -208,20 +208,13 @@ mod tests {
         out[..served.len].to_vec()
     }
 
-    fn unhex(text: &str) -> Vec<u8> {
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
     #[test]
     fn template_is_a_crc32_request_the_dispatcher_serves() {
-        let hex = template_hex(4).unwrap();
-        assert!(hex
+        let text = template_hex(4).unwrap();
+        assert!(text
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
-        let template = unhex(&hex);
+        let template = hex::decode(&text).unwrap();
         let frame = decode_frame(&template).unwrap();
         assert_eq!(frame.header.kind, MessageKind::Request);
         assert_eq!(frame.header.task_id, Task::Crc32.id());
@@ -300,7 +293,7 @@ mod tests {
         let reply_len = mirror.expect(&request_frame[..len], &mut reply).unwrap();
         assert!(!is_result(&reply[..reply_len]));
         // Nor is the chain's own request.
-        assert!(!is_result(&unhex(&template_hex(4).unwrap())));
+        assert!(!is_result(&hex::decode(template_hex(4).unwrap()).unwrap()));
     }
 
     #[test]
