@@ -3,11 +3,14 @@
 //!
 //! * [`LinuxExecutor`]: a persistent `qf-executor` child fed over a pipe (never a process per
 //!   call), optionally at SCHED_FIFO 50;
-//! * [`McuSocket`]: an MCU endpoint on a Unix stream socket speaking the same frames.
+//! * [`McuSocket`]: an MCU endpoint on a Unix stream socket speaking the same frames;
+//! * [`McuRpmsg`]: the MCU's `qfabric` rpmsg channel through Linux's `rpmsg_char`, one frame per
+//!   message, dispatched by the kernel (the QFabric paper's Section VIII-A: no userspace relay).
 //!
-//! Both use the framing of [`crate::wire`].
+//! The first two use the framing of [`crate::wire`].
 
 use crate::model::DomainId;
+use crate::rpmsg_char::Endpoint;
 use crate::rt::{set_scheduling, Scheduling};
 use crate::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
 use anyhow::{bail, Context, Result};
@@ -156,21 +159,49 @@ impl Drop for LinuxExecutor {
     }
 }
 
+/// How the MCU domain is reached.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McuEndpoint {
+    /// A Unix stream socket speaking [`crate::wire`] (e.g. `qf-mcu-emu --unix-socket PATH`).
+    Socket(PathBuf),
+    /// Linux's `rpmsg_char`, on the board itself.
+    Rpmsg,
+}
+
+impl McuEndpoint {
+    /// The endpoint the command-line flags `--mcu-socket PATH` / `--mcu-rpmsg` name, if any
+    /// (clap keeps them exclusive).
+    pub fn from_flags(socket: Option<&Path>, rpmsg: bool) -> Option<McuEndpoint> {
+        match (socket, rpmsg) {
+            (Some(path), _) => Some(McuEndpoint::Socket(path.to_owned())),
+            (None, true) => Some(McuEndpoint::Rpmsg),
+            (None, false) => None,
+        }
+    }
+
+    /// Connects; every reply is awaited at most `timeout`.
+    pub fn open(&self, timeout: Duration) -> Result<Box<dyn Domain>> {
+        Ok(match self {
+            McuEndpoint::Socket(path) => Box::new(McuSocket::connect(path, timeout)?),
+            McuEndpoint::Rpmsg => Box::new(McuRpmsg::open(timeout)?),
+        })
+    }
+}
+
 /// Opens an endpoint for `domain`: the Linux executor at `executor` under `scheduling`, or the MCU
-/// endpoint at `mcu_socket` (an error naming `--mcu-socket` when there is none).
+/// endpoint `mcu` (an error naming the flags when there is none).
 pub fn open_domain(
     domain: DomainId,
     executor: &Path,
-    mcu_socket: Option<&Path>,
+    mcu: Option<&McuEndpoint>,
     scheduling: Scheduling,
 ) -> Result<Box<dyn Domain>> {
     Ok(match domain {
         DomainId::Linux => Box::new(LinuxExecutor::spawn(executor, scheduling)?),
-        DomainId::Mcu => {
-            let path =
-                mcu_socket.context("the mcu domain needs an MCU endpoint (--mcu-socket PATH)")?;
-            Box::new(McuSocket::connect(path, Duration::from_secs(5))?)
-        }
+        DomainId::Mcu => mcu
+            .context("the mcu domain needs an MCU endpoint (--mcu-socket PATH or --mcu-rpmsg)")?
+            .open(Duration::from_secs(5))?,
     })
 }
 
@@ -203,5 +234,78 @@ impl Domain for McuSocket {
         let mut reader = &self.stream;
         let mut writer = &self.stream;
         exchange(&mut reader, &mut writer, request, &what)
+    }
+}
+
+/// The MCU's `qfabric` channel through Linux's `rpmsg_char` (on the board, or in the virtual
+/// board's guest). Frames other than the awaited reply (e.g. a resident chain's results, which
+/// go to the endpoint that last wrote) are skipped; ABI v1 carries no compute time, so
+/// [`Invocation::compute`] is `None` and the residual is not decomposed.
+pub struct McuRpmsg {
+    /// `None` only while dropping (destroying the endpoint consumes it).
+    endpoint: Option<Endpoint>,
+    timeout: Duration,
+}
+
+impl McuRpmsg {
+    /// Creates a fresh endpoint to the channel.
+    pub fn open(timeout: Duration) -> Result<Self> {
+        Ok(Self {
+            endpoint: Some(Endpoint::open_qfabric()?),
+            timeout,
+        })
+    }
+
+    /// The endpoint itself, to read frames nobody asked for (a resident chain's results).
+    pub fn endpoint_mut(&mut self) -> Result<&mut Endpoint> {
+        self.endpoint
+            .as_mut()
+            .context("the rpmsg endpoint is closing")
+    }
+}
+
+impl Domain for McuRpmsg {
+    fn id(&self) -> DomainId {
+        DomainId::Mcu
+    }
+
+    fn invoke(&mut self, request: &[u8]) -> Result<Invocation> {
+        let timeout = self.timeout;
+        let endpoint = self.endpoint_mut()?;
+        let awaited = qf_abi::decode_frame(request)
+            .map(|frame| frame.header.invocation_id)
+            .ok();
+        let start = Instant::now();
+        endpoint
+            .send(request)
+            .with_context(|| format!("sending a request on {}", endpoint.path.display()))?;
+        let mut response = [0u8; MAX_FRAME_LEN];
+        loop {
+            let left = timeout.saturating_sub(start.elapsed());
+            let len = endpoint.recv(&mut response, left)?;
+            let id = qf_abi::decode_frame(&response[..len])
+                .map(|frame| frame.header.invocation_id)
+                .ok();
+            // A request too broken to carry an id gets the first reply (the MCU answers in
+            // order); otherwise the reply carries the request's id.
+            if awaited.is_none() || id == awaited {
+                return Ok(Invocation {
+                    response,
+                    len,
+                    latency: start.elapsed(),
+                    compute: None,
+                });
+            }
+        }
+    }
+}
+
+impl Drop for McuRpmsg {
+    fn drop(&mut self) {
+        if let Some(endpoint) = self.endpoint.take() {
+            if let Err(error) = endpoint.destroy() {
+                eprintln!("qf: closing the rpmsg endpoint: {error:#}");
+            }
+        }
     }
 }

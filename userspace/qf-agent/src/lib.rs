@@ -8,20 +8,24 @@
 //!   (raw observations, [`workload`]'s independent reference checks), [`journal`]
 //!   (hash-chained, fsync'd decision log).
 //! * Execution: [`domain`] (the `Domain` trait, the persistent Linux executor of [`executor`],
-//!   the MCU endpoint on a Unix socket), [`wire`] (the stream framing both use: a u16 big-endian
-//!   length prefix, one frame, and on replies an optional 8-byte compute trailer), [`rt`]
-//!   (caller policies), [`load`] (idle / CPU / RT-contention generators).
-//! * Experiments: [`chain`] files, [`replay`] (ordered trace replay and the Table III policies),
-//!   [`evaluate`] (grid and hysteresis ablation), [`report`] (tables, plots, input digests),
+//!   the MCU endpoint on a Unix socket or through Linux's rpmsg_char, [`rpmsg_char`]), [`wire`]
+//!   (the stream framing: a u16 big-endian length prefix, one frame, and on replies an optional
+//!   8-byte compute trailer), [`rt`] (caller policies), [`load`] (idle / CPU / RT-contention
+//!   generators).
+//! * Experiments: [`chain`] files, [`resident`] (a resident chain's results observed from
+//!   Linux), [`replay`] (ordered trace replay and the Table III policies),
+//!   [`evaluate`] (grid and hysteresis ablation), [`report`] (tables, plots, input digests;
+//!   [`boundary`]: the Section VIII-A tables),
 //!   [`synthetic`] (labelled synthetic traces), [`decision_cost`] (RQ5 rig).
 //! * Front ends: [`cli`] (`qf run|profile|replay|evaluate|report|status`) and [`daemon`]
 //!   (`qfabricd`).
 //!
-//! The only `unsafe` is in [`rt`] (two libc scheduler calls) and the counting allocator of the
-//! decision-cost bench.
+//! The only `unsafe` is in [`rt`] (two libc scheduler calls), [`rpmsg_char`] (two ioctls) and
+//! the counting allocator of the decision-cost bench.
 #![deny(unsafe_code)]
 
 pub mod admission;
+pub mod boundary;
 pub mod chain;
 pub mod cli;
 pub mod contract;
@@ -37,7 +41,9 @@ pub mod model;
 pub mod profile;
 pub mod replay;
 pub mod report;
+pub mod resident;
 pub mod router;
+pub mod rpmsg_char;
 pub mod rt;
 pub mod stats;
 pub mod synthetic;

@@ -6,7 +6,7 @@
 //! Writes `OUT/profile/<load>/<caller>/observations.csv` (raw) and
 //! `OUT/traces/<load>/<caller>/<task>.<domain>.csv` (the replay/trace format).
 
-use crate::domain::{open_domain, Domain};
+use crate::domain::{open_domain, Domain, McuEndpoint};
 use crate::load::Load;
 use crate::model::DomainId;
 use crate::rt::{set_scheduling, CallerPolicy, Scheduling};
@@ -46,7 +46,7 @@ pub struct ProfileSpec {
     pub samples: usize,
     pub min_samples: usize,
     pub executor: PathBuf,
-    pub mcu_socket: Option<PathBuf>,
+    pub mcu: Option<McuEndpoint>,
     pub out: PathBuf,
     pub seed: u64,
     pub progress: bool,
@@ -144,22 +144,30 @@ impl ProfileSpec {
             indicatif::ProgressBar::hidden()
         };
         let mut summaries = Vec::new();
+        // Invocation ids are unique over the whole run, not per cell: an MCU endpoint keeps its
+        // replay windows from one cell to the next (unlike a fresh Linux executor), and would
+        // answer a reused id as a duplicate.
+        let per_thread =
+            (self.domains.len() * self.tasks.len() * (self.warmup + self.samples)) as u64;
+        let mut first_id = 1u64;
         for load in &self.loads {
             // Loads stop by themselves after an hour at the latest, and when the guard drops.
             let _guard = load.start(Duration::from_secs(3600))?;
             for caller in &self.callers {
                 let spec = self.clone();
+                let thread_first_id = first_id;
+                first_id += per_thread;
                 let (load_name, caller) = (load.name().to_string(), *caller);
                 let bar_thread = bar.clone();
                 let observations = std::thread::spawn(move || -> Result<Vec<Observation>> {
                     set_scheduling(0, caller.scheduling()).context("applying the caller policy")?;
                     let mut all = Vec::new();
-                    let mut next_id = 1u64;
+                    let mut next_id = thread_first_id;
                     for &domain in &spec.domains {
                         let mut endpoint = open_domain(
                             domain,
                             &spec.executor,
-                            spec.mcu_socket.as_deref(),
+                            spec.mcu.as_ref(),
                             caller.scheduling(),
                         )?;
                         for &task in &spec.tasks {

@@ -8,10 +8,13 @@
 //!   the idle decomposition of Eq. 1 (Table V);
 //! * `evaluate/cells.jsonl` — replay results → chain table (Table VI), ablation (Table VII) and
 //!   `chain_p95.svg`;
-//! * `evaluate/decision_cost.csv` — per-decision wall times → decision cost (RQ5).
+//! * `evaluate/decision_cost.csv` — per-decision wall times → decision cost (RQ5);
+//! * traces of both callers and `resident/<load>/<caller>/observations.csv` → Section VIII-A's
+//!   Eq. (1) per call and the resident chain's delay ([`crate::boundary`]).
 //!
 //! Output goes to `DIR/report/`. Missing inputs leave their table out with a note, never a guess.
 
+use crate::boundary::{boundary_table, resident_table};
 use crate::evaluate::{read_cells, CellResult};
 use crate::model::DomainId;
 use crate::stats::{percentile, Bootstrap};
@@ -31,7 +34,7 @@ pub struct Table {
 }
 
 impl Table {
-    fn new(title: &str, header: &[&str]) -> Self {
+    pub(crate) fn new(title: &str, header: &[&str]) -> Self {
         Self {
             title: title.into(),
             header: header.iter().map(|h| h.to_string()).collect(),
@@ -102,6 +105,15 @@ pub fn generate(dir: &Path, bootstrap: Bootstrap, progress: bool) -> Result<Vec<
             "no profile observations (profile/idle/ordinary/observations.csv): no decomposition"
                 .into(),
         ),
+    }
+
+    match boundary_table(&traces_root, bootstrap, &mut inputs)? {
+        Some(table) => tables.push(("boundary", table)),
+        None => notes.push("no load with both domains measured: no Eq. (1) table".into()),
+    }
+    match resident_table(&dir.join("resident"), bootstrap, &mut inputs)? {
+        Some(table) => tables.push(("resident", table)),
+        None => notes.push("no resident-chain observations (resident/): no resident table".into()),
     }
 
     let cells_path = dir.join("evaluate").join("cells.jsonl");

@@ -81,6 +81,7 @@ fn qf_run_prints_result_timings_and_the_reference_check() {
         domain: DomainId::Linux,
         caller: CallerPolicy::Ordinary,
         mcu_socket: None,
+        mcu_rpmsg: false,
         executor: Some(executor()),
     };
     let value = args.execute().unwrap();
@@ -113,6 +114,7 @@ fn a_short_profile_keeps_raw_observations_and_writes_traces() {
         samples: 60,
         min_samples: 50,
         mcu_socket: None,
+        mcu_rpmsg: false,
         executor: Some(executor()),
         seed: 3,
         quiet: true,

@@ -12,13 +12,13 @@
 //! 1 on the first failure (with the frame that failed).
 
 mod chain;
-mod endpoint;
 mod stats;
 mod traffic;
 
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use qf_agent::rpmsg_char::Endpoint;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -94,7 +94,7 @@ fn run(args: &[String]) -> Result<()> {
         )?)),
         _ => None,
     };
-    let mut ep = endpoint::Endpoint::open_qfabric()?;
+    let mut ep = Endpoint::open_qfabric()?;
     let result = match (command, period) {
         ("frames", _) => traffic::frames(&mut ep, count, epoch),
         ("sizes", _) => traffic::sizes(&mut ep, epoch),

@@ -1,30 +1,31 @@
-//! Order statistics of measured durations, shared by the `latency` and `chain` reports.
+//! Order statistics of measured durations, shared by the `latency` and `chain` reports, with
+//! qfabric's one percentile definition (`qf_agent::stats`: type 7, numpy's default).
 
 use std::time::Duration;
 
-/// The `p`-th percentile (0..=100) of `sorted` (ascending) by the nearest-rank-below rule, the
-/// element at index `len * p / 100`; `None` when there is nothing measured.
-pub fn percentile(sorted: &[Duration], p: usize) -> Option<Duration> {
-    let last = sorted.len().checked_sub(1)?;
-    sorted.get((sorted.len() * p / 100).min(last)).copied()
+use qf_agent::stats::percentile;
+
+/// Percentile `q` (0..=1) of `samples` (any order) in microseconds; `None` when empty.
+pub fn percentile_us(samples: &[Duration], q: f64) -> Option<f64> {
+    let micros: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+    percentile(&micros, q)
 }
 
 /// p50, p99 and max of a set of durations, in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spread {
-    pub p50_us: u128,
-    pub p99_us: u128,
-    pub max_us: u128,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
 }
 
 impl Spread {
     /// The spread of `samples` (any order); `None` when empty.
-    pub fn of(mut samples: Vec<Duration>) -> Option<Spread> {
-        samples.sort();
+    pub fn of(samples: Vec<Duration>) -> Option<Spread> {
         Some(Spread {
-            p50_us: percentile(&samples, 50)?.as_micros(),
-            p99_us: percentile(&samples, 99)?.as_micros(),
-            max_us: samples.last()?.as_micros(),
+            p50_us: percentile_us(&samples, 0.5)?,
+            p99_us: percentile_us(&samples, 0.99)?,
+            max_us: percentile_us(&samples, 1.0)?,
         })
     }
 }
@@ -33,7 +34,7 @@ impl std::fmt::Display for Spread {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "p50 {} us, p99 {} us, max {} us",
+            "p50 {:.0} us, p99 {:.0} us, max {:.0} us",
             self.p50_us, self.p99_us, self.max_us
         )
     }
@@ -48,32 +49,26 @@ mod tests {
     }
 
     #[test]
-    fn percentile_is_the_element_at_len_times_p_over_100() {
-        let sorted = us(&(1..=100).collect::<Vec<_>>());
-        assert_eq!(percentile(&sorted, 50), Some(Duration::from_micros(51)));
-        assert_eq!(percentile(&sorted, 99), Some(Duration::from_micros(100)));
-        assert_eq!(percentile(&sorted, 0), Some(Duration::from_micros(1)));
-        // p = 100 would index one past the end: clamped to the largest.
-        assert_eq!(percentile(&sorted, 100), Some(Duration::from_micros(100)));
+    fn percentiles_interpolate_between_closest_ranks() {
+        let samples = us(&(1..=100).collect::<Vec<_>>());
+        assert!((percentile_us(&samples, 0.5).unwrap() - 50.5).abs() < 1e-9);
+        assert!((percentile_us(&samples, 0.99).unwrap() - 99.01).abs() < 1e-9);
+        assert_eq!(percentile_us(&samples, 1.0), Some(100.0));
     }
 
     #[test]
     fn nothing_measured_has_no_percentile_and_no_spread() {
-        assert_eq!(percentile(&[], 50), None);
+        assert_eq!(percentile_us(&[], 0.5), None);
         assert_eq!(Spread::of(Vec::new()), None);
     }
 
     #[test]
-    fn spread_sorts_its_samples_first() {
+    fn spread_takes_samples_in_any_order() {
         let spread = Spread::of(us(&[30, 10, 20, 40])).unwrap();
-        assert_eq!(
-            spread,
-            Spread {
-                p50_us: 30,
-                p99_us: 40,
-                max_us: 40
-            }
-        );
-        assert_eq!(spread.to_string(), "p50 30 us, p99 40 us, max 40 us");
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(spread.p50_us, 25.0), "{spread:?}");
+        assert!(close(spread.p99_us, 39.7), "{spread:?}");
+        assert!(close(spread.max_us, 40.0), "{spread:?}");
+        assert_eq!(spread.to_string(), "p50 25 us, p99 40 us, max 40 us");
     }
 }

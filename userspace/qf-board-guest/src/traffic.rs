@@ -9,8 +9,8 @@ use anyhow::{bail, Context, Result};
 use qf_abi::{encode_frame, encode_frame_raw, Header, HEADER_LEN, MAX_FRAME_LEN};
 use qf_tasks::{serve, AddRequest, Crc32Request, FirRequest, Replay, Task};
 
-use crate::endpoint::Endpoint;
-use crate::stats::percentile;
+use crate::stats::percentile_us;
+use qf_agent::rpmsg_char::Endpoint;
 
 /// Largest rpmsg payload with Linux 6.12's 512-byte buffers (512 - 16-byte rpmsg header).
 pub const RPMSG_MAX_PAYLOAD: usize = 496;
@@ -196,18 +196,13 @@ pub fn latency(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
             &format!("call {i}"),
         )?);
     }
-    rtts.sort();
-    let pct = |p: usize| {
-        percentile(&rtts, p)
-            .map(|d| d.as_micros())
-            .context("--count 0: nothing measured")
-    };
+    let pct = |q: f64| percentile_us(&rtts, q).context("--count 0: nothing measured");
     println!(
-        "latency: add round trip over {count} calls: p50 {} us, p95 {} us, p99 {} us, max {} us (QEMU TCG guest + emulator process on the host: not board timings)",
-        pct(50)?,
-        pct(95)?,
-        pct(99)?,
-        pct(100)?
+        "latency: add round trip over {count} calls: p50 {:.0} us, p95 {:.0} us, p99 {:.0} us, max {:.0} us (QEMU TCG guest + emulator process on the host: not board timings)",
+        pct(0.5)?,
+        pct(0.95)?,
+        pct(0.99)?,
+        pct(1.0)?
     );
     Ok(())
 }

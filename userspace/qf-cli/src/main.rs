@@ -28,6 +28,9 @@ enum Command {
     Profile(qf_agent::cli::profile::ProfileArgs),
     /// Ordered trace replay of a chain under a placement policy (guarded recovery included).
     Replay(qf_agent::cli::replay::ReplayArgs),
+    /// A resident chain (the paper's Section VIII-A): its template request, and its results
+    /// observed from Linux per load × caller.
+    Resident(qf_agent::cli::resident::ResidentArgs),
     /// Run the evaluation grid and the hysteresis ablation, writing raw results.
     Evaluate(qf_agent::cli::evaluate::EvaluateArgs),
     /// Regenerate every table and plot of a campaign directory from its raw records.
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Command::Run(args) => args.run(),
         Command::Profile(args) => args.run(),
         Command::Replay(args) => args.run(),
+        Command::Resident(args) => args.run(),
         Command::Evaluate(args) => args.run(),
         Command::Report(args) => args.run(),
         Command::Status(args) => args.run(),

@@ -5,6 +5,7 @@ pub mod evaluate;
 pub mod profile;
 pub mod replay;
 pub mod report;
+pub mod resident;
 pub mod run;
 pub mod status;
 

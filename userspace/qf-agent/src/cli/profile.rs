@@ -1,6 +1,6 @@
 //! `qf profile`: per task × domain × load × caller, raw observations and traces.
 
-use crate::domain::executor_path;
+use crate::domain::{executor_path, McuEndpoint};
 use crate::load::Load;
 use crate::model::DomainId;
 use crate::profile::{print_summaries, ProfileSpec};
@@ -42,8 +42,11 @@ pub struct ProfileArgs {
     #[arg(long, default_value_t = 200)]
     pub min_samples: usize,
     /// MCU endpoint socket (for the mcu domain).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "mcu_rpmsg")]
     pub mcu_socket: Option<PathBuf>,
+    /// Reach the mcu domain through Linux's rpmsg_char (on the board).
+    #[arg(long)]
+    pub mcu_rpmsg: bool,
     /// Linux executor binary (default: qf-executor next to this program, or $QF_EXECUTOR).
     #[arg(long)]
     pub executor: Option<PathBuf>,
@@ -70,7 +73,7 @@ impl ProfileArgs {
             samples: self.samples,
             min_samples: self.min_samples,
             executor: executor_path(self.executor.as_deref())?,
-            mcu_socket: self.mcu_socket.clone(),
+            mcu: McuEndpoint::from_flags(self.mcu_socket.as_deref(), self.mcu_rpmsg),
             out: self.out.clone(),
             seed: self.seed,
             progress: !self.quiet,

@@ -1,5 +1,8 @@
 //! An rpmsg endpoint to the MCU's `qfabric` channel through Linux's `rpmsg_char`
-//! (`/dev/rpmsg_ctrlN` creates it, `/dev/rpmsgN` carries it).
+//! (`/dev/rpmsg_ctrlN` creates it, `/dev/rpmsgN` carries it): one message per read or write,
+//! dispatched by the kernel's rpmsg/virtio stack, with no userspace relay between the caller and
+//! the MCU. The `unsafe` here is two ioctls libc does not wrap.
+#![allow(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};

@@ -1,0 +1,106 @@
+//! `qf resident template|observe`: the request a resident chain is started with on the MCU, and
+//! its results observed from Linux per load × caller (see [`crate::resident`]).
+
+use crate::load::Load;
+use crate::resident::{print_summaries, ChainRequest, ObserveSpec};
+use crate::rt::CallerPolicy;
+use crate::workload::task_by_name;
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A resident chain's request, and its results observed through Linux's rpmsg_char.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ResidentArgs {
+    #[command(subcommand)]
+    pub command: ResidentCommand,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum ResidentCommand {
+    /// Print the chain's template request frame as hex (what the MCU's chain is started with,
+    /// e.g. `qf-mcu-emu ctl ... chain start PERIOD_US HEX`).
+    Template(ChainArgs),
+    /// Read the running chain's results per load × caller: delay over the fastest delivery,
+    /// lost results, outputs checked against the reference. Writes OUT/resident/.
+    Observe(ObserveArgs),
+}
+
+/// Which request the chain runs.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ChainArgs {
+    /// Declared task.
+    #[arg(long, default_value = "crc32")]
+    pub task: String,
+    /// Seed of the request inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Contract id: invocation ids start at CONTRACT << 32.
+    #[arg(long, default_value_t = 1)]
+    pub contract: u32,
+}
+
+impl ChainArgs {
+    fn chain(&self) -> Result<ChainRequest> {
+        Ok(ChainRequest {
+            task: task_by_name(&self.task)?,
+            seed: self.seed,
+            contract: self.contract,
+        })
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ObserveArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    /// Campaign directory (writes resident/ under it).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The chain's period on the MCU, in microseconds.
+    #[arg(long)]
+    pub period_us: u64,
+    /// Loads, comma-separated, as for `qf profile`.
+    #[arg(long, value_delimiter = ',', default_value = "idle", value_parser = Load::parse)]
+    pub loads: Vec<Load>,
+    /// Caller policies of the reading thread, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ordinary")]
+    pub callers: Vec<CallerPolicy>,
+    /// Results per cell read first and not kept.
+    #[arg(long, default_value_t = 20)]
+    pub warmup: usize,
+    /// Results kept per cell.
+    #[arg(long, default_value_t = 500)]
+    pub samples: usize,
+}
+
+impl ResidentArgs {
+    pub fn run(&self) -> Result<()> {
+        match &self.command {
+            ResidentCommand::Template(args) => {
+                println!("{}", hex::encode(args.chain()?.template()?));
+                Ok(())
+            }
+            ResidentCommand::Observe(args) => {
+                if args.period_us == 0 {
+                    bail!("--period-us 0: the chain's period must be positive");
+                }
+                if args.samples == 0 {
+                    bail!("--samples 0: nothing to observe");
+                }
+                let spec = ObserveSpec {
+                    chain: args.chain.chain()?,
+                    period: Duration::from_micros(args.period_us),
+                    loads: args.loads.clone(),
+                    callers: args.callers.clone(),
+                    warmup: args.warmup,
+                    samples: args.samples,
+                    out: args.out.clone(),
+                };
+                let summaries = spec.run()?;
+                print_summaries(&mut std::io::stdout().lock(), &summaries)?;
+                Ok(())
+            }
+        }
+    }
+}

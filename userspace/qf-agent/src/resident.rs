@@ -1,0 +1,341 @@
+//! Observing a resident chain from Linux (the QFabric paper's Section VIII-A, third change): the
+//! MCU releases the task with its own timer and sends only the result, so a Linux consumer just
+//! reads. This measures what Linux interference still does to that path, with the profile's
+//! method: per load × caller cell, warm-up excluded, every result checked against the independent
+//! reference, raw observations kept.
+//!
+//! The release instant is on the MCU's clock, which Linux cannot read, so a result's delay is
+//! measured against the chain's own schedule: result `k` (invocation id `first + k`) was released
+//! at `t0 + k·P`, so `arrival − k·P` is `t0` plus that result's delay; the smallest such value in
+//! the cell stands for `t0` plus the fastest delivery. A result's **delay** is its excess over
+//! the fastest one: 0 for the best case, the added latency otherwise. Clock drift between the two
+//! sides adds at most drift × cell length to it.
+//!
+//! Writes `OUT/resident/<load>/<caller>/observations.csv`.
+
+use crate::domain::{Domain, McuRpmsg};
+use crate::load::Load;
+use crate::rt::{set_scheduling, CallerPolicy, Scheduling};
+use crate::stats::percentile;
+use crate::workload::{encode_request, outcome_ok, random_request, Request};
+use anyhow::{bail, Context, Result};
+use qf_abi::{decode_frame, MAX_FRAME_LEN};
+use qf_tasks::Task;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The chain's request: `task` on inputs drawn from `seed`, first invocation id `contract << 32`
+/// (so results of different contracts never share ids), epoch 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainRequest {
+    pub task: Task,
+    pub seed: u64,
+    pub contract: u32,
+}
+
+impl ChainRequest {
+    pub fn first_invocation(&self) -> u64 {
+        u64::from(self.contract) << 32
+    }
+
+    pub fn request(&self) -> Request {
+        random_request(self.task, self.seed)
+    }
+
+    /// The template frame the MCU's chain is started with.
+    pub fn template(&self) -> Result<Vec<u8>> {
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        let len = encode_request(
+            self.task,
+            &self.request(),
+            self.first_invocation(),
+            0,
+            &mut frame,
+        )?;
+        Ok(frame[..len].to_vec())
+    }
+}
+
+/// One result as Linux received it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultObservation {
+    pub load: String,
+    pub caller: String,
+    pub invocation_id: u64,
+    /// Since the cell's first kept result.
+    pub arrival_us: f64,
+    /// Excess over the cell's fastest delivery (module docs).
+    pub delay_us: f64,
+    pub ok: bool,
+}
+
+/// Summary of one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResidentSummary {
+    pub load: String,
+    pub caller: String,
+    pub results: usize,
+    /// Invocation ids between the first and the last kept result that never arrived.
+    pub lost: u64,
+    pub wrong_outputs: usize,
+    pub delay_p50_us: f64,
+    pub delay_p95_us: f64,
+    pub delay_p99_us: f64,
+    pub delay_max_us: f64,
+}
+
+/// What to observe.
+#[derive(Debug, Clone)]
+pub struct ObserveSpec {
+    pub chain: ChainRequest,
+    pub period: Duration,
+    pub loads: Vec<Load>,
+    pub callers: Vec<CallerPolicy>,
+    pub warmup: usize,
+    pub samples: usize,
+    pub out: PathBuf,
+}
+
+/// Arrivals of one cell: (invocation id, arrival since the cell's start, response ok).
+type Arrival = (u64, Duration, bool);
+
+/// Delays of `arrivals` (module docs), in µs, in arrival order.
+pub fn delays_us(arrivals: &[Arrival], period: Duration) -> Vec<f64> {
+    let Some(&(first_id, _, _)) = arrivals.first() else {
+        return Vec::new();
+    };
+    let period_us = period.as_secs_f64() * 1e6;
+    let anchored: Vec<f64> = arrivals
+        .iter()
+        .map(|&(id, at, _)| at.as_secs_f64() * 1e6 - id.wrapping_sub(first_id) as f64 * period_us)
+        .collect();
+    let fastest = anchored.iter().copied().fold(f64::INFINITY, f64::min);
+    anchored.iter().map(|a| a - fastest).collect()
+}
+
+/// Summarizes one cell's arrivals.
+pub fn summarize(
+    load: &str,
+    caller: &str,
+    arrivals: &[Arrival],
+    period: Duration,
+) -> ResidentSummary {
+    let delays = delays_us(arrivals, period);
+    let span = match (arrivals.first(), arrivals.last()) {
+        (Some(first), Some(last)) => last.0.wrapping_sub(first.0) + 1,
+        _ => 0,
+    };
+    let pct = |q| percentile(&delays, q).unwrap_or(f64::NAN);
+    ResidentSummary {
+        load: load.to_string(),
+        caller: caller.to_string(),
+        results: arrivals.len(),
+        lost: span.saturating_sub(arrivals.len() as u64),
+        wrong_outputs: arrivals.iter().filter(|a| !a.2).count(),
+        delay_p50_us: pct(0.5),
+        delay_p95_us: pct(0.95),
+        delay_p99_us: pct(0.99),
+        delay_max_us: delays.iter().copied().fold(f64::NAN, f64::max),
+    }
+}
+
+impl ObserveSpec {
+    /// Observes every load × caller cell. The chain must already run on the MCU (started with
+    /// [`ChainRequest::template`]).
+    pub fn run(&self) -> Result<Vec<ResidentSummary>> {
+        let mut summaries = Vec::new();
+        for load in &self.loads {
+            let _guard = load.start(Duration::from_secs(3600))?;
+            for &caller in &self.callers {
+                let spec = self.clone();
+                let arrivals = std::thread::spawn(move || -> Result<Vec<Arrival>> {
+                    set_scheduling(0, caller.scheduling()).context("applying the caller policy")?;
+                    let arrivals = spec.observe_cell();
+                    set_scheduling(0, Scheduling::Other).ok();
+                    arrivals
+                })
+                .join()
+                .map_err(|_| anyhow::anyhow!("the observing thread panicked"))??;
+                summaries.push(self.write_cell(load.name(), caller, &arrivals)?);
+            }
+        }
+        Ok(summaries)
+    }
+
+    /// Binds a fresh endpoint (one ordinary request, so the MCU learns its address), then keeps
+    /// `samples` results after `warmup`.
+    fn observe_cell(&self) -> Result<Vec<Arrival>> {
+        let timeout = (self.period * 3).max(Duration::from_secs(5));
+        let request = self.chain.request();
+        let mut bind = McuRpmsg::open(timeout)?;
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        let len = encode_request(Task::Add, &random_request(Task::Add, 0), 1, 0, &mut frame)?;
+        bind.invoke(&frame[..len])
+            .context("binding the endpoint with one request")?;
+        let endpoint = bind.endpoint_mut()?;
+        let first = self.chain.first_invocation();
+        let mut arrivals = Vec::with_capacity(self.samples);
+        let mut previous = None;
+        let mut start = None;
+        let mut response = [0u8; MAX_FRAME_LEN];
+        let mut seen = 0usize;
+        while arrivals.len() < self.samples {
+            let len = endpoint
+                .recv(&mut response, timeout)
+                .with_context(|| format!("waiting for chain result {}", seen + 1))?;
+            let at = Instant::now();
+            let frame = &response[..len];
+            let id = decode_frame(frame)
+                .map(|f| f.header.invocation_id)
+                .map_err(|e| anyhow::anyhow!("a chain result that is no frame: {e:?}"))?;
+            if id < first || id - first > u64::from(u32::MAX) {
+                bail!("result {id:#x} is not from the chain (ids start at {first:#x})");
+            }
+            if previous.is_some_and(|p| id <= p) {
+                bail!(
+                    "result {id:#x} after {:#x}: out of order",
+                    previous.unwrap_or(0)
+                );
+            }
+            previous = Some(id);
+            seen += 1;
+            if seen <= self.warmup {
+                continue;
+            }
+            let start = *start.get_or_insert(at);
+            arrivals.push((
+                id,
+                at - start,
+                outcome_ok(self.chain.task, &request, frame)?,
+            ));
+        }
+        Ok(arrivals)
+    }
+
+    fn write_cell(
+        &self,
+        load: &str,
+        caller: CallerPolicy,
+        arrivals: &[Arrival],
+    ) -> Result<ResidentSummary> {
+        let dir = self.out.join("resident").join(load).join(caller.as_str());
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("observations.csv");
+        let mut writer = csv::Writer::from_path(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        for (&(invocation_id, at, ok), delay_us) in
+            arrivals.iter().zip(delays_us(arrivals, self.period))
+        {
+            writer.serialize(ResultObservation {
+                load: load.to_string(),
+                caller: caller.as_str().to_string(),
+                invocation_id,
+                arrival_us: at.as_secs_f64() * 1e6,
+                delay_us,
+                ok,
+            })?;
+        }
+        writer.flush()?;
+        Ok(summarize(load, caller.as_str(), arrivals, self.period))
+    }
+}
+
+/// Prints summaries as an aligned table.
+pub fn print_summaries(out: &mut impl Write, summaries: &[ResidentSummary]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<5} {:<9} {:>7} {:>5} {:>6} {:>12} {:>12} {:>12} {:>12}",
+        "load",
+        "caller",
+        "results",
+        "lost",
+        "wrong",
+        "delay p50 us",
+        "delay p95 us",
+        "delay p99 us",
+        "delay max us"
+    )?;
+    for s in summaries {
+        writeln!(
+            out,
+            "{:<5} {:<9} {:>7} {:>5} {:>6} {:>12.2} {:>12.2} {:>12.2} {:>12.2}",
+            s.load,
+            s.caller,
+            s.results,
+            s.lost,
+            s.wrong_outputs,
+            s.delay_p50_us,
+            s.delay_p95_us,
+            s.delay_p99_us,
+            s.delay_max_us
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: Duration = Duration::from_millis(10);
+
+    fn at(ms: f64) -> Duration {
+        Duration::from_secs_f64(ms / 1000.0)
+    }
+
+    #[test]
+    fn delays_are_the_excess_over_the_fastest_delivery_on_the_release_grid() {
+        // Released every 10 ms; result 1 is 3 ms late relative to results 0 and 3.
+        let arrivals = [
+            (100, at(0.0), true),
+            (101, at(13.0), true),
+            (103, at(30.0), true),
+        ];
+        let delays = delays_us(&arrivals, P);
+        assert_eq!(delays.len(), 3);
+        for (got, want) in delays.iter().zip([0.0, 3000.0, 0.0]) {
+            assert!((got - want).abs() < 1e-6, "{delays:?}");
+        }
+        // The fastest need not be the first.
+        let delays = delays_us(&[(7, at(5.0), true), (8, at(12.0), true)], P);
+        assert!(
+            (delays[0] - 3000.0).abs() < 1e-6 && delays[1].abs() < 1e-6,
+            "{delays:?}"
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_lost_results_and_wrong_outputs() {
+        let arrivals = [
+            (100, at(0.0), true),
+            (101, at(13.0), false),
+            (104, at(40.0), true),
+        ];
+        let s = summarize("rt", "fifo", &arrivals, P);
+        assert_eq!((s.results, s.lost, s.wrong_outputs), (3, 2, 1));
+        assert!((s.delay_max_us - 3000.0).abs() < 1e-6);
+        assert!(s.delay_p50_us.abs() < 1e-6);
+        let empty = summarize("idle", "ordinary", &[], P);
+        assert_eq!((empty.results, empty.lost), (0, 0));
+        assert!(empty.delay_p99_us.is_nan());
+    }
+
+    #[test]
+    fn the_template_is_a_request_the_dispatcher_serves_with_the_contracts_first_id() {
+        let chain = ChainRequest {
+            task: Task::Crc32,
+            seed: 3,
+            contract: 2,
+        };
+        let template = chain.template().unwrap();
+        let frame = decode_frame(&template).unwrap();
+        assert_eq!(frame.header.invocation_id, 2 << 32);
+        assert_eq!(frame.header.task_id, Task::Crc32.id());
+        let mut out = [0u8; MAX_FRAME_LEN];
+        let mut replay: qf_tasks::Replay = qf_tasks::Replay::new();
+        let served = qf_tasks::serve(&template, &mut out, &|| 0u64, &mut replay).unwrap();
+        assert!(outcome_ok(Task::Crc32, &chain.request(), &out[..served.len]).unwrap());
+    }
+}
