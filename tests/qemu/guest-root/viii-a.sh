@@ -1,0 +1,46 @@
+#!/bin/sh
+# The QFabric paper's Section VIII-A experiment, inside the virtual board's guest (run by
+# scripts/viii-a, which puts the parameters below in front of this file). With the paper's
+# method (`qf profile`: per task x domain x load x caller, warm-up excluded, outputs checked
+# against the reference), it measures:
+#   1. per call: the task in Linux (persistent executor) and on the MCU through rpmsg_char, i.e.
+#      dispatched by the kernel over shared memory, with no userspace relay;
+#   2. a resident chain: the MCU releases the task with its own timer and sends only results,
+#      which a Linux thread reads (`qf resident observe`).
+# Raw observations and traces go to the host as QFDATA lines; `qf report` there answers.
+set -u
+. /tests/lib.sh
+: "${SAMPLES:=300}" "${WARMUP:=30}" "${TASKS:=add,crc32,fir_x64}" "${LOADS:=idle,cpu:2,rt:1}"
+: "${CALLERS:=ordinary,fifo}" "${PERIOD_US:=10000}" "${CHAIN_TASK:=crc32}" "${CHAIN_SAMPLES:=300}"
+campaign=/tmp/campaign
+
+echo "QFTEST PLAN 4"
+check module-load insmod /qfabric_rproc.ko
+if wait_for 120 attached && wait_for 60 channel && wait_for 10 ctrl_dev; then
+  pass board-up "$(dmesg | grep 'attached to MCU' | tail -n 1)"
+else fail board-up "state $(rproc_state)"; fi
+
+echo "viii-a: per call: tasks $TASKS, loads $LOADS, callers $CALLERS, $SAMPLES samples after $WARMUP"
+if qf profile --out "$campaign" --domains linux,mcu --mcu-rpmsg --tasks "$TASKS" --loads "$LOADS" \
+  --callers "$CALLERS" --warmup "$WARMUP" --samples "$SAMPLES" --min-samples "$SAMPLES" --quiet \
+  >/tmp/profile.txt 2>&1; then
+  pass per-call "$(($(wc -l </tmp/profile.txt) - 1)) cells"
+else fail per-call "$(tail -n 3 /tmp/profile.txt | tr '\n' ' ')"; fi
+cat /tmp/profile.txt
+for f in "$campaign"/profile/*/*/observations.csv "$campaign"/traces/*/*/*.csv; do
+  [ -f "$f" ] && emit "${f#"$campaign"/}" "$f"
+done
+
+echo "viii-a: resident chain: $CHAIN_TASK every $PERIOD_US us, $CHAIN_SAMPLES results per cell"
+host chain start "$PERIOD_US" "$(qf resident template --task "$CHAIN_TASK")"
+if qf resident observe --task "$CHAIN_TASK" --period-us "$PERIOD_US" --loads "$LOADS" \
+  --callers "$CALLERS" --samples "$CHAIN_SAMPLES" --out "$campaign" >/tmp/resident.txt 2>&1; then
+  pass resident "$(($(wc -l </tmp/resident.txt) - 1)) cells"
+else fail resident "$(tail -n 3 /tmp/resident.txt | tr '\n' ' ')"; fi
+host status
+host chain stop
+cat /tmp/resident.txt
+for f in "$campaign"/resident/*/*/observations.csv; do [ -f "$f" ] && emit "${f#"$campaign"/}" "$f"; done
+
+echo "QFTEST DONE"
+poweroff -f
