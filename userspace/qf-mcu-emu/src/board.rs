@@ -289,7 +289,7 @@ impl Board {
                 }
                 let period = plan.period();
                 self.stop_chain();
-                match ResidentChain::start(*plan) {
+                match ResidentChain::start(*plan, self.mcu.compute_model()) {
                     Ok(chain) => {
                         self.chain = Some(chain);
                         self.publish_chain_stats();

@@ -5,11 +5,13 @@
 //! serves the rpmsg virtqueues as the virtio device ([`vring`], [`rpmsg`]) as the remote core
 //! ([`board`]), and answers QFabric frames with `qf-tasks` ([`mcu`]) over rpmsg and over a Unix
 //! socket for the host agent ([`unix_endpoint`]), under fault knobs ([`faults`], [`control`]).
-//! It also runs a resident chain released by its own timer ([`resident`]).
+//! It also runs a resident chain released by its own timer ([`resident`]), and can take a
+//! Cortex-M33's compute time instead of the host's ([`compute`]).
 //! The contract with the Linux driver is `docs/virtual-board.md`.
 #![deny(unsafe_code)]
 
 pub mod board;
+pub mod compute;
 pub mod control;
 pub mod faults;
 pub mod ivshmem;

@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 
 use qf_mcu_emu::board::Board;
+use qf_mcu_emu::compute::ComputeModel;
 use qf_mcu_emu::control::{self, ControlServer};
 use qf_mcu_emu::faults::Faults;
 use qf_mcu_emu::ivshmem::IvshmemServer;
@@ -48,6 +49,10 @@ struct Cli {
     /// Drop every Nth reply (0 = never).
     #[arg(long, value_name = "N", default_value_t = 0)]
     drop_every: u64,
+    /// The MCU's compute time: `host` (this machine's speed) or `paper-m33` (each kernel takes
+    /// the QFabric paper's Cortex-M33 time, Table V, busy-waiting).
+    #[arg(long, value_name = "MODEL", default_value = "host", value_parser = ComputeModel::parse)]
+    compute_model: ComputeModel,
     /// Start without answering (requests are read, never answered) until `silent off`.
     #[arg(long)]
     silent: bool,
@@ -143,11 +148,10 @@ fn run(cli: Cli) -> Result<()> {
             .with_context(|| format!("installing the handler for signal {signal}"))?;
     }
 
-    let mcu = Arc::new(Mcu::new(Faults::new(
-        cli.latency_us,
-        cli.drop_every,
-        cli.silent,
-    )));
+    let mcu = Arc::new(
+        Mcu::new(Faults::new(cli.latency_us, cli.drop_every, cli.silent))
+            .with_compute(cli.compute_model),
+    );
     let shm = match &cli.ivshmem_socket {
         Some(_) => Some(Arc::new(SharedMemory::create(cli.shm_size)?)),
         None => None,
@@ -187,8 +191,8 @@ fn run(cli: Cli) -> Result<()> {
         None => None,
     };
     log::info!(
-        "serving: ivshmem {:?}, unix {:?}, control {:?}, shm {} bytes, latency {} us, drop every {}, silent {}",
-        cli.ivshmem_socket, cli.unix_socket, cli.control_socket, cli.shm_size, cli.latency_us, cli.drop_every, cli.silent
+        "serving: ivshmem {:?}, unix {:?}, control {:?}, shm {} bytes, latency {} us, drop every {}, silent {}, compute {}",
+        cli.ivshmem_socket, cli.unix_socket, cli.control_socket, cli.shm_size, cli.latency_us, cli.drop_every, cli.silent, cli.compute_model.name()
     );
 
     let stop_fd = stop.as_fd();
@@ -258,8 +262,9 @@ fn status_fn(
         let s = mcu.stats();
         let (latency, drop_every, silent) = mcu.faults().knobs();
         let mut line = format!(
-            "crashed={} requests={} replies={} rejected={} unanswered={} dropped={} compute_ns_total={} compute_ns_last={} latency_us={latency} drop_every={drop_every} silent={silent}",
-            mcu.is_crashed(), s.requests, s.replies, s.rejected, s.unanswered, mcu.faults().dropped(), s.compute_ns_total, s.compute_ns_last
+            "crashed={} requests={} replies={} rejected={} unanswered={} dropped={} compute_ns_total={} compute_ns_last={} latency_us={latency} drop_every={drop_every} silent={silent} compute_model={}",
+            mcu.is_crashed(), s.requests, s.replies, s.rejected, s.unanswered, mcu.faults().dropped(), s.compute_ns_total, s.compute_ns_last,
+            mcu.compute_model().name()
         );
         if let Some(shm) = &shm {
             let get = |offset| shm.load_u32(offset).unwrap_or(u32::MAX);

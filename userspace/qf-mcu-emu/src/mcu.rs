@@ -9,6 +9,7 @@ use std::time::Instant;
 use qf_abi::{Status, MAX_FRAME_LEN};
 use qf_tasks::{serve, Replay};
 
+use crate::compute::ComputeModel;
 use crate::faults::{Faults, Verdict};
 
 /// Counters of the frame service.
@@ -22,7 +23,8 @@ pub struct McuStats {
     pub rejected: u64,
     /// Requests that got no reply (crashed, silent or dropped).
     pub unanswered: u64,
-    /// Sum and last value of the kernels' compute time, in nanoseconds.
+    /// Sum and last value of the kernels' compute time (as the compute model has it), in
+    /// nanoseconds.
     pub compute_ns_total: u64,
     pub compute_ns_last: u64,
 }
@@ -39,6 +41,7 @@ pub struct Mcu {
     faults: Faults,
     crashed: AtomicBool,
     origin: Instant,
+    compute: ComputeModel,
 }
 
 /// A reply ready to send.
@@ -60,7 +63,19 @@ impl Mcu {
             faults,
             crashed: AtomicBool::new(false),
             origin: Instant::now(),
+            compute: ComputeModel::Host,
         }
+    }
+
+    /// The same MCU computing at the speed `compute` models.
+    pub fn with_compute(mut self, compute: ComputeModel) -> Mcu {
+        self.compute = compute;
+        self
+    }
+
+    /// The compute-time model.
+    pub fn compute_model(&self) -> ComputeModel {
+        self.compute
     }
 
     /// The fault knobs.
@@ -102,7 +117,10 @@ impl Mcu {
             let mut state = self.lock();
             state.stats.requests += 1;
             match serve(request, out, &clock, &mut state.replay) {
-                Ok(served) => {
+                Ok(mut served) => {
+                    if served.status == Status::Ok {
+                        served.compute_ns = self.compute.stretch(served.task, served.compute_ns);
+                    }
                     state.stats.compute_ns_total += served.compute_ns;
                     state.stats.compute_ns_last = served.compute_ns;
                     if served.status != Status::Ok {

@@ -4,7 +4,7 @@
 //! The chain itself is `qf_chain::Chain`, the code the Zephyr executor runs; this module gives it
 //! what the Zephyr thread gives it there: a periodic release (a `timerfd`, the MCU's own timer,
 //! not anything Linux does) and the MCU clock for release times and compute time (nanoseconds
-//! since the chain started). Sending the result is the board's job (`board.rs`), since only the
+//! since the chain started), the compute stretched as the MCU's [`ComputeModel`] says. Sending the result is the board's job (`board.rs`), since only the
 //! board owns the vrings.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -14,6 +14,8 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use qf_abi::AbiError;
 use qf_chain::{Chain, ChainStats, MAX_CHAIN_RESPONSE_LEN};
+
+use crate::compute::ComputeModel;
 
 /// Shortest period accepted: below this the host's timer and the board loop are the whole
 /// measurement.
@@ -65,11 +67,12 @@ pub struct ResidentChain {
     chain: Chain,
     timer: TimerFd,
     origin: Instant,
+    compute: ComputeModel,
 }
 
 impl ResidentChain {
     /// Arms the periodic timer; the first job is released one period from now.
-    pub fn start(plan: ChainPlan) -> Result<ResidentChain, ChainError> {
+    pub fn start(plan: ChainPlan, compute: ComputeModel) -> Result<ResidentChain, ChainError> {
         let timer = TimerFd::new(
             ClockId::CLOCK_MONOTONIC,
             TimerFlags::TFD_CLOEXEC | TimerFlags::TFD_NONBLOCK,
@@ -91,6 +94,7 @@ impl ResidentChain {
             chain: plan.chain,
             timer,
             origin: Instant::now(),
+            compute,
         })
     }
 
@@ -127,6 +131,9 @@ impl ResidentChain {
             .chain
             .job(now, expirations > 1, &clock, out)
             .map_err(ChainError::Template)?;
+        // The MCU is busy for its whole compute time before it can send (the chain's counters
+        // keep the host's compute time).
+        self.compute.stretch(job.served.task, job.served.compute_ns);
         Ok(Some(job.served.len))
     }
 
@@ -175,7 +182,7 @@ mod tests {
     #[test]
     fn each_timer_release_runs_one_job_with_the_next_invocation_id() {
         let plan = ChainPlan::new(&add_template(7 << 32), 1000).unwrap();
-        let mut chain = ResidentChain::start(plan).unwrap();
+        let mut chain = ResidentChain::start(plan, ComputeModel::Host).unwrap();
         let mut out = [0u8; MAX_CHAIN_RESPONSE_LEN];
         assert_eq!(
             chain.release(&mut out).unwrap(),

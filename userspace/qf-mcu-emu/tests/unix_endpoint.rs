@@ -240,3 +240,35 @@ fn the_binary_names_its_bad_arguments() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to serve"));
 }
+
+#[test]
+fn with_the_paper_m33_model_a_kernel_takes_the_papers_mcu_time() {
+    let dir = TempDir::new("m33");
+    let sock = dir.path("mcu.sock");
+    let exe = env!("CARGO_BIN_EXE_qf-mcu-emu");
+    let _child = KillOnDrop(
+        Command::new(exe)
+            .args(["--unix-socket", sock.to_str().unwrap()])
+            .args(["--compute-model", "paper-m33"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the socket exists", || sock.exists());
+    let mut stream = connect(&sock);
+    // request(1) is a CRC-32: 26.9 µs on the paper's Cortex-M33, far more than this host needs.
+    let frame = request(1);
+    write_message(&mut stream, &frame, None).unwrap();
+    let mut body = [0u8; MAX_MESSAGE_LEN];
+    let len = read_message(&mut stream, &mut body).unwrap().unwrap();
+    let (reply, compute_ns) = split_reply(&body[..len]).unwrap();
+    assert_eq!(reply, Reference::new().answer(&frame));
+    assert_eq!(compute_ns, Some(26_900));
+
+    let out = Command::new(exe)
+        .args(["--unix-socket", "/tmp/x", "--compute-model", "m4"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'m4'"));
+}
