@@ -18,7 +18,8 @@
 //! period_ms = 100
 //! caller = "ordinary"           # or "fifo" (caller and executor at SCHED_FIFO 50)
 //! # executor = "/usr/local/bin/qf-executor"
-//! # mcu_socket = "/run/qfabric/mcu.sock"
+//! # mcu_socket = "/run/qfabric/mcu.sock"   # the MCU on a Unix socket (the emulator), or
+//! # mcu_rpmsg = true                        # on the board, through Linux's rpmsg_char
 //! [workloads]                   # chain task name -> declared task (default: the same name)
 //! stage1 = "fir_x64"
 //! [contract]                    # any ContractConfig field; defaults are the paper's
@@ -28,14 +29,14 @@
 use crate::chain::Chain;
 use crate::contract::ContractConfig;
 use crate::controller::{Controller, Decision, Phase};
-use crate::domain::{executor_path, Domain, LinuxExecutor, McuSocket};
+use crate::domain::{executor_path, Domain, LinuxExecutor, McuEndpoint};
 use crate::journal::{new_run_id, Journal};
 use crate::model::DomainId;
 use crate::replay::{DecisionRecord, ReplayInputs};
 use crate::router::Router;
 use crate::rt::{set_scheduling, CallerPolicy};
 use crate::workload::{encode_request, outcome_ok, random_request, task_by_name};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use qf_abi::MAX_FRAME_LEN;
 use qf_tasks::Task;
@@ -62,6 +63,8 @@ pub struct DaemonConfig {
     pub caller: CallerPolicy,
     pub executor: Option<PathBuf>,
     pub mcu_socket: Option<PathBuf>,
+    #[serde(default)]
+    pub mcu_rpmsg: bool,
     #[serde(default)]
     pub workloads: BTreeMap<String, String>,
     #[serde(default)]
@@ -94,6 +97,12 @@ impl DaemonConfig {
         config.profile.as_mut().map(resolve);
         config.executor.as_mut().map(resolve);
         config.mcu_socket.as_mut().map(resolve);
+        if config.mcu_socket.is_some() && config.mcu_rpmsg {
+            bail!(
+                "configuration {}: `mcu_socket` and `mcu_rpmsg` both name the MCU endpoint; keep one",
+                path.display()
+            );
+        }
         config
             .contract
             .validate()
@@ -239,14 +248,13 @@ impl Daemon {
         let program = executor_path(config.executor.as_deref())?;
         let linux: Box<dyn Domain> =
             Box::new(LinuxExecutor::spawn(&program, config.caller.scheduling())?);
-        let mcu: Option<Box<dyn Domain>> = match &config.mcu_socket {
-            Some(path) => match McuSocket::connect(path, Duration::from_secs(5)) {
-                Ok(socket) => Some(Box::new(socket)),
-                Err(error) => {
-                    eprintln!("qfabricd: MCU endpoint unavailable ({error:#}); moves to the MCU will fail destination admission");
-                    None
-                }
-            },
+        let endpoint = McuEndpoint::from_flags(config.mcu_socket.as_deref(), config.mcu_rpmsg);
+        let mcu: Option<Box<dyn Domain>> = match endpoint.map(|e| e.open(Duration::from_secs(5))) {
+            Some(Ok(domain)) => Some(domain),
+            Some(Err(error)) => {
+                eprintln!("qfabricd: MCU endpoint unavailable ({error:#}); moves to the MCU will fail destination admission");
+                None
+            }
             None => None,
         };
         let mut controller = controller;

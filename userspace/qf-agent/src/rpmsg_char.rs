@@ -7,13 +7,15 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-/// The MCU's `qfabric` endpoint address (docs/virtual-board.md, "rpmsg").
-pub const MCU_ADDR: u32 = 0x400;
+/// The channel the MCU announces.
+pub const CHANNEL: &str = "qfabric";
+/// Where the rpmsg core lists announced channels (`name`, `src`, `dst` attributes).
+const RPMSG_DEVICES: &str = "/sys/bus/rpmsg/devices";
 /// `RPMSG_ADDR_ANY`: let the kernel pick our address.
 const ADDR_ANY: u32 = 0xffff_ffff;
 /// `include/uapi/linux/rpmsg.h`: `_IOW(0xb5, 0x1, struct rpmsg_endpoint_info)`, 40 bytes.
@@ -34,8 +36,11 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Creates an endpoint named `qfabric` to [`MCU_ADDR`] and opens its `/dev/rpmsgN`.
+    /// Creates an endpoint named `qfabric` to the address the MCU announced its [`CHANNEL`] at
+    /// (0x400 on the virtual board; whatever OpenAMP gave it on a board) and opens its
+    /// `/dev/rpmsgN`.
     pub fn open_qfabric() -> Result<Endpoint> {
+        let mcu_addr = channel_addr(Path::new(RPMSG_DEVICES), CHANNEL)?;
         // After a crash recovery the control device is a new one: take whichever exists.
         let ctrl_path = std::fs::read_dir("/dev")
             .context("read /dev")?
@@ -55,7 +60,7 @@ impl Endpoint {
         let mut info = EndpointInfo {
             name: [0; 32],
             src: ADDR_ANY,
-            dst: MCU_ADDR,
+            dst: mcu_addr,
         };
         info.name[..7].copy_from_slice(b"qfabric");
         // SAFETY: the ioctl reads a `struct rpmsg_endpoint_info`, which `EndpointInfo` mirrors.
@@ -146,4 +151,72 @@ fn eptdevs() -> Result<Vec<String>> {
         }
     }
     Ok(names)
+}
+
+/// The remote address of the announced channel `name` under `devices` (the rpmsg bus in sysfs),
+/// from its `dst` attribute.
+pub fn channel_addr(devices: &Path, name: &str) -> Result<u32> {
+    let entries = std::fs::read_dir(devices)
+        .with_context(|| format!("read {} (is rpmsg up?)", devices.display()))?;
+    for entry in entries.filter_map(|e| e.ok()) {
+        let dir = entry.path();
+        let announced = std::fs::read_to_string(dir.join("name")).unwrap_or_default();
+        if announced.trim() != name {
+            continue;
+        }
+        let dst_path = dir.join("dst");
+        let text = std::fs::read_to_string(&dst_path)
+            .with_context(|| format!("read {}", dst_path.display()))?;
+        return parse_addr(&text).with_context(|| {
+            format!(
+                "{}: '{}' is not an address",
+                dst_path.display(),
+                text.trim()
+            )
+        });
+    }
+    bail!(
+        "no rpmsg channel named '{name}' under {} (has the MCU announced it?)",
+        devices.display()
+    )
+}
+
+/// An rpmsg address as sysfs prints it (`0x400`), or in decimal.
+fn parse_addr(text: &str) -> Option<u32> {
+    let text = text.trim();
+    match text.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_channel_address_comes_from_the_announced_devices_dst() {
+        let root = std::env::temp_dir().join(format!("qf-rpmsg-sysfs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let device = |dir: &str, name: &str, dst: &str| {
+            let d = root.join(dir);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("name"), format!("{name}\n")).unwrap();
+            std::fs::write(d.join("dst"), format!("{dst}\n")).unwrap();
+        };
+        device("virtio0.rpmsg_ctrl.0.0", "rpmsg_ctrl", "0xffffffff");
+        assert!(channel_addr(&root, CHANNEL)
+            .unwrap_err()
+            .to_string()
+            .contains("no rpmsg channel named 'qfabric'"));
+        device("virtio0.qfabric.-1.1025", "qfabric", "0x401");
+        assert_eq!(channel_addr(&root, CHANNEL).unwrap(), 0x401);
+        device("virtio0.qfabric.-1.1025", "qfabric", "soon");
+        assert!(channel_addr(&root, CHANNEL)
+            .unwrap_err()
+            .to_string()
+            .contains("'soon' is not an address"));
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(parse_addr("1024"), Some(1024));
+    }
 }

@@ -129,3 +129,28 @@ fn the_shipped_example_configuration_parses() {
         std::path::Path::new("/run/qfabric/qfabricd.sock")
     );
 }
+
+#[test]
+fn a_configuration_naming_two_mcu_endpoints_is_refused_by_name() {
+    let dir = std::env::temp_dir().join(format!("qfabricd-two-mcu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("qfabricd.toml");
+    let base = "chain = \"chain.toml\"\nsocket = \"s.sock\"\njournal = \"j.jsonl\"\n";
+    std::fs::write(&path, format!("{base}mcu_rpmsg = true\n")).unwrap();
+    assert!(
+        qf_agent::daemon::DaemonConfig::load(&path)
+            .unwrap()
+            .mcu_rpmsg
+    );
+    std::fs::write(
+        &path,
+        format!("{base}mcu_rpmsg = true\nmcu_socket = \"m.sock\"\n"),
+    )
+    .unwrap();
+    let error = qf_agent::daemon::DaemonConfig::load(&path).unwrap_err();
+    assert!(
+        format!("{error:#}").contains("`mcu_socket` and `mcu_rpmsg` both"),
+        "{error:#}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
