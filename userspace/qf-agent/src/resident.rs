@@ -17,7 +17,7 @@ use crate::domain::{Domain, McuRpmsg};
 use crate::load::Load;
 use crate::rt::{set_scheduling, CallerPolicy, Scheduling};
 use crate::stats::percentile;
-use crate::workload::{encode_request, outcome_ok, random_request, Request};
+use crate::workload::{decode_request, encode_request, outcome_ok, random_request, Request};
 use anyhow::{bail, Context, Result};
 use qf_abi::{decode_frame, MAX_FRAME_LEN};
 use qf_tasks::Task;
@@ -26,31 +26,43 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The chain's request: `task` on inputs drawn from `seed`, first invocation id `contract << 32`
-/// (so results of different contracts never share ids), epoch 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The request a chain runs, and the invocation id of its first job.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChainRequest {
     pub task: Task,
-    pub seed: u64,
-    pub contract: u32,
+    pub request: Request,
+    pub first_invocation: u64,
 }
 
 impl ChainRequest {
-    pub fn first_invocation(&self) -> u64 {
-        u64::from(self.contract) << 32
+    /// `task` on inputs drawn from `seed`; ids from `contract << 32`, so results of different
+    /// contracts never share ids.
+    pub fn seeded(task: Task, seed: u64, contract: u32) -> ChainRequest {
+        ChainRequest {
+            task,
+            request: random_request(task, seed),
+            first_invocation: u64::from(contract) << 32,
+        }
     }
 
-    pub fn request(&self) -> Request {
-        random_request(self.task, self.seed)
+    /// The chain an MCU was started with from `template` (e.g. the Zephyr executor sample's,
+    /// which its boot log prints).
+    pub fn from_template(template: &[u8]) -> Result<ChainRequest> {
+        let (header, task, request) = decode_request(template)?;
+        Ok(ChainRequest {
+            task,
+            request,
+            first_invocation: header.invocation_id,
+        })
     }
 
-    /// The template frame the MCU's chain is started with.
+    /// The template frame the MCU's chain is started with (epoch 0).
     pub fn template(&self) -> Result<Vec<u8>> {
         let mut frame = [0u8; MAX_FRAME_LEN];
         let len = encode_request(
             self.task,
-            &self.request(),
-            self.first_invocation(),
+            &self.request,
+            self.first_invocation,
             0,
             &mut frame,
         )?;
@@ -168,14 +180,14 @@ impl ObserveSpec {
     /// `samples` results after `warmup`.
     fn observe_cell(&self) -> Result<Vec<Arrival>> {
         let timeout = (self.period * 3).max(Duration::from_secs(5));
-        let request = self.chain.request();
+        let request = self.chain.request;
         let mut bind = McuRpmsg::open(timeout)?;
         let mut frame = [0u8; MAX_FRAME_LEN];
         let len = encode_request(Task::Add, &random_request(Task::Add, 0), 1, 0, &mut frame)?;
         bind.invoke(&frame[..len])
             .context("binding the endpoint with one request")?;
         let endpoint = bind.endpoint_mut()?;
-        let first = self.chain.first_invocation();
+        let first = self.chain.first_invocation;
         let mut arrivals = Vec::with_capacity(self.samples);
         let mut previous = None;
         let mut start = None;
@@ -324,18 +336,16 @@ mod tests {
 
     #[test]
     fn the_template_is_a_request_the_dispatcher_serves_with_the_contracts_first_id() {
-        let chain = ChainRequest {
-            task: Task::Crc32,
-            seed: 3,
-            contract: 2,
-        };
+        let chain = ChainRequest::seeded(Task::Crc32, 3, 2);
         let template = chain.template().unwrap();
+        assert_eq!(ChainRequest::from_template(&template).unwrap(), chain);
+        assert!(ChainRequest::from_template(&template[..20]).is_err());
         let frame = decode_frame(&template).unwrap();
         assert_eq!(frame.header.invocation_id, 2 << 32);
         assert_eq!(frame.header.task_id, Task::Crc32.id());
         let mut out = [0u8; MAX_FRAME_LEN];
         let mut replay: qf_tasks::Replay = qf_tasks::Replay::new();
         let served = qf_tasks::serve(&template, &mut out, &|| 0u64, &mut replay).unwrap();
-        assert!(outcome_ok(Task::Crc32, &chain.request(), &out[..served.len]).unwrap());
+        assert!(outcome_ok(Task::Crc32, &chain.request, &out[..served.len]).unwrap());
     }
 }

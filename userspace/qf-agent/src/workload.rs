@@ -113,6 +113,24 @@ pub fn encode_request(
     result.map_err(|e| anyhow::anyhow!("encoding a `{}` request: {e:?}", task.name()))
 }
 
+/// Decodes a request frame of a declared task: its header, task and typed request.
+pub fn decode_request(frame: &[u8]) -> Result<(Header, Task, Request)> {
+    let decoded = decode_frame(frame).map_err(|e| anyhow::anyhow!("request frame: {e:?}"))?;
+    let header = decoded.header;
+    let task = Task::from_id(header.task_id)
+        .with_context(|| format!("request frame: task id {} is not declared", header.task_id))?;
+    let payload = |e| anyhow::anyhow!("request payload of `{}`: {e:?}", task.name());
+    let request = match task {
+        Task::Add => Request::Add(decoded.payload_as().map_err(payload)?),
+        Task::AbiProbe => Request::Probe(decoded.payload_as().map_err(payload)?),
+        Task::Crc32 => Request::Crc32(decoded.payload_as().map_err(payload)?),
+        Task::FirX1 | Task::FirX64 | Task::FirX512 => {
+            Request::Fir(decoded.payload_as().map_err(payload)?)
+        }
+    };
+    Ok((header, task, request))
+}
+
 /// Decodes a response frame for `task`: its status and, when OK, the typed response.
 pub fn decode_response(task: Task, frame: &[u8]) -> Result<(Header, Option<Response>)> {
     let decoded = decode_frame(frame).map_err(|e| anyhow::anyhow!("response frame: {e:?}"))?;

@@ -5,7 +5,7 @@ use crate::load::Load;
 use crate::resident::{print_summaries, ChainRequest, ObserveSpec};
 use crate::rt::CallerPolicy;
 use crate::workload::task_by_name;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,11 +42,11 @@ pub struct ChainArgs {
 
 impl ChainArgs {
     fn chain(&self) -> Result<ChainRequest> {
-        Ok(ChainRequest {
-            task: task_by_name(&self.task)?,
-            seed: self.seed,
-            contract: self.contract,
-        })
+        Ok(ChainRequest::seeded(
+            task_by_name(&self.task)?,
+            self.seed,
+            self.contract,
+        ))
     }
 }
 
@@ -54,6 +54,10 @@ impl ChainArgs {
 pub struct ObserveArgs {
     #[command(flatten)]
     pub chain: ChainArgs,
+    /// The chain's template request as hex, when the MCU was started with its own (e.g. the
+    /// Zephyr executor sample's, printed in its boot log) instead of `qf resident template`'s.
+    #[arg(long, value_name = "HEX", conflicts_with_all = ["task", "seed", "contract"])]
+    pub template: Option<String>,
     /// Campaign directory (writes resident/ under it).
     #[arg(long)]
     pub out: PathBuf,
@@ -88,8 +92,17 @@ impl ResidentArgs {
                 if args.samples == 0 {
                     bail!("--samples 0: nothing to observe");
                 }
+                let chain = match &args.template {
+                    Some(text) => {
+                        let bytes = hex::decode(text.trim())
+                            .with_context(|| format!("--template '{text}': not hex"))?;
+                        ChainRequest::from_template(&bytes)
+                            .with_context(|| format!("--template '{text}'"))?
+                    }
+                    None => args.chain.chain()?,
+                };
                 let spec = ObserveSpec {
-                    chain: args.chain.chain()?,
+                    chain,
                     period: Duration::from_micros(args.period_us),
                     loads: args.loads.clone(),
                     callers: args.callers.clone(),

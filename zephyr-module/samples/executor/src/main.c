@@ -5,6 +5,7 @@
  */
 #include <zephyr/kernel.h>
 #include <zephyr/logging/log.h>
+#include <zephyr/sys/util.h>
 
 #include <qfabric/executor.h>
 
@@ -29,6 +30,12 @@ static int start_crc_chain(void)
 				    sizeof(block), request, sizeof(request));
 	if (len < 0) {
 		return len;
+	}
+	/* What Linux checks the results against: qf resident observe --template HEX. */
+	char hex[2 * sizeof(request) + 1];
+
+	if (bin2hex(request, (size_t)len, hex, sizeof(hex)) > 0) {
+		LOG_INF("chain template %s", hex);
 	}
 	struct qf_chain_config config = {
 		.request = request,
