@@ -4,6 +4,7 @@
 use qf_abi::MAX_FRAME_LEN;
 use qf_agent::cli::profile::ProfileArgs;
 use qf_agent::cli::run::RunArgs;
+use qf_agent::cli::ConditionArgs;
 use qf_agent::domain::{Domain, LinuxExecutor, McuSocket};
 use qf_agent::load::Load;
 use qf_agent::model::DomainId;
@@ -108,8 +109,10 @@ fn a_short_profile_keeps_raw_observations_and_writes_traces() {
         out: dir.path().to_owned(),
         tasks: vec!["add".into(), "fir_x1".into()],
         domains: vec![DomainId::Linux],
-        loads: vec![Load::Idle, Load::Cpu { workers: 1 }],
-        callers: vec![CallerPolicy::Ordinary, CallerPolicy::Fifo],
+        conditions: ConditionArgs {
+            loads: vec![Load::Idle, Load::Cpu { workers: 1 }],
+            callers: vec![CallerPolicy::Ordinary, CallerPolicy::Fifo],
+        },
         warmup: 10,
         samples: 60,
         min_samples: 50,

@@ -10,6 +10,21 @@ pub mod run;
 pub mod status;
 
 use crate::contract::ContractConfig;
+use crate::load::Load;
+use crate::rt::CallerPolicy;
+
+/// The load conditions and caller policies a measurement runs under (the paper's Section VI-B),
+/// as command-line options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConditionArgs {
+    /// Loads, comma-separated: idle, `cpu[:N]` (N SCHED_OTHER spinners, default 8), `rt[:M]`
+    /// (M SCHED_FIFO 80 workers at 50% duty in 10 ms slices, default 4).
+    #[arg(long, value_delimiter = ',', default_value = "idle", value_parser = Load::parse)]
+    pub loads: Vec<Load>,
+    /// Caller policies of the measuring thread, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ordinary")]
+    pub callers: Vec<CallerPolicy>,
+}
 
 /// Contract parameters as command-line options (defaults are the paper's).
 #[derive(Debug, Clone, clap::Args)]

@@ -1,10 +1,9 @@
 //! `qf profile`: per task × domain × load × caller, raw observations and traces.
 
+use crate::cli::ConditionArgs;
 use crate::domain::{executor_path, McuEndpoint};
-use crate::load::Load;
 use crate::model::DomainId;
 use crate::profile::{print_summaries, ProfileSpec};
-use crate::rt::CallerPolicy;
 use crate::workload::task_by_name;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -25,13 +24,8 @@ pub struct ProfileArgs {
     /// Domains, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "linux")]
     pub domains: Vec<DomainId>,
-    /// Loads, comma-separated: idle, `cpu[:N]` (N SCHED_OTHER spinners, default 8), `rt[:M]`
-    /// (M SCHED_FIFO 80 workers at 50% duty in 10 ms slices, default 4).
-    #[arg(long, value_delimiter = ',', default_value = "idle", value_parser = Load::parse)]
-    pub loads: Vec<Load>,
-    /// Caller policies, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "ordinary")]
-    pub callers: Vec<CallerPolicy>,
+    #[command(flatten)]
+    pub conditions: ConditionArgs,
     /// Warm-up invocations per cell, excluded.
     #[arg(long, default_value_t = 100)]
     pub warmup: usize,
@@ -67,8 +61,8 @@ impl ProfileArgs {
                 .map(|t| task_by_name(t))
                 .collect::<Result<_>>()?,
             domains: self.domains.clone(),
-            loads: self.loads.clone(),
-            callers: self.callers.clone(),
+            loads: self.conditions.loads.clone(),
+            callers: self.conditions.callers.clone(),
             warmup: self.warmup,
             samples: self.samples,
             min_samples: self.min_samples,

@@ -1,9 +1,8 @@
 //! `qf resident template|observe`: the request a resident chain is started with on the MCU, and
 //! its results observed from Linux per load × caller (see [`crate::resident`]).
 
-use crate::load::Load;
+use crate::cli::ConditionArgs;
 use crate::resident::{print_summaries, ChainRequest, ObserveSpec};
-use crate::rt::CallerPolicy;
 use crate::workload::task_by_name;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -64,12 +63,8 @@ pub struct ObserveArgs {
     /// The chain's period on the MCU, in microseconds.
     #[arg(long)]
     pub period_us: u64,
-    /// Loads, comma-separated, as for `qf profile`.
-    #[arg(long, value_delimiter = ',', default_value = "idle", value_parser = Load::parse)]
-    pub loads: Vec<Load>,
-    /// Caller policies of the reading thread, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "ordinary")]
-    pub callers: Vec<CallerPolicy>,
+    #[command(flatten)]
+    pub conditions: ConditionArgs,
     /// Results per cell read first and not kept.
     #[arg(long, default_value_t = 20)]
     pub warmup: usize,
@@ -104,8 +99,8 @@ impl ResidentArgs {
                 let spec = ObserveSpec {
                     chain,
                     period: Duration::from_micros(args.period_us),
-                    loads: args.loads.clone(),
-                    callers: args.callers.clone(),
+                    loads: args.conditions.loads.clone(),
+                    callers: args.conditions.callers.clone(),
                     warmup: args.warmup,
                     samples: args.samples,
                     out: args.out.clone(),
