@@ -124,14 +124,23 @@ static void qf_timer_fired(struct _timeout *timeout)
 	if (!t->wanted) {
 		return;
 	}
-	uint64_t now = (uint64_t)sys_clock_tick_get();
+	/* Inside sys_clock_announce the current tick is this timeout's expiry tick, which is
+	 * `pending` for a timeout added for a future tick: no need to read the clock (a third of
+	 * B_ROUT's kernel calls). One added for a tick already past fires at the next announced
+	 * tick; `pending` then is the instant the scheduler asked for, which its accounting
+	 * takes as the event's time (budget used up exactly, a deadline missed at the deadline).
+	 * Only a timer the scheduler moved later since it was added needs the clock.
+	 */
+	uint64_t now = t->pending;
 
 	if (now < t->target) {
-		qf_timer_add(t, t->target);
-		return;
+		now = (uint64_t)sys_clock_tick_get();
+		if (now < t->target) {
+			qf_timer_add(t, t->target);
+			return;
+		}
 	}
 	t->wanted = false;
-	/* The tick just read is the expiry's time: the handler need not read the clock again. */
 	qf_rs_timer_expired(t->slot, now);
 }
 
