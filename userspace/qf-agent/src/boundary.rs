@@ -10,17 +10,13 @@
 //!   delay percentiles, p99 added over idle, lost results and wrong outputs.
 
 use crate::model::DomainId;
-use crate::report::Table;
-use crate::resident::ResultObservation;
+use crate::report::{ms, Table};
+use crate::resident::{summarize, ResultObservation};
 use crate::stats::{percentile, Bootstrap, Estimate};
 use crate::synthetic::{CALLERS, LOADS, WORKLOADS};
 use crate::traces::{trace_file_name, Trace};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-
-fn ms(us: f64) -> String {
-    format!("{:.3}", us / 1000.0)
-}
 
 /// Eq. (1) at p95 with the intervals: the MCU path is better only when its interval lies wholly
 /// below Linux's, worse when wholly above.
@@ -154,26 +150,21 @@ pub fn resident_table(
             let rows = read_results(&path)?;
             inputs.push(path);
             let delays: Vec<f64> = rows.iter().map(|r| r.delay_us).collect();
-            let (Some(p95), Some(p99)) = (
-                bootstrap.percentile_ci(&delays, 0.95),
-                percentile(&delays, 0.99),
-            ) else {
+            let Some(p95) = bootstrap.percentile_ci(&delays, 0.95) else {
                 continue;
             };
+            let summary = summarize(load, caller, &rows);
+            let p99 = summary.delay_p99_us;
             if load == "idle" {
                 idle_p99 = Some(p99);
             }
-            let span = match (rows.first(), rows.last()) {
-                (Some(first), Some(last)) => last.invocation_id - first.invocation_id + 1,
-                _ => 0,
-            };
             table.rows.push(vec![
                 load.to_string(),
                 caller.to_string(),
-                rows.len().to_string(),
-                span.saturating_sub(rows.len() as u64).to_string(),
-                rows.iter().filter(|r| !r.ok).count().to_string(),
-                ms(percentile(&delays, 0.5).unwrap_or(f64::NAN)),
+                summary.results.to_string(),
+                summary.lost.to_string(),
+                summary.wrong_outputs.to_string(),
+                ms(summary.delay_p50_us),
                 ms(p95.value),
                 format!("{}–{}", ms(p95.ci_low), ms(p95.ci_high)),
                 ms(p99),

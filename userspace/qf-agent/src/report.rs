@@ -65,7 +65,8 @@ impl Table {
     }
 }
 
-fn ms(us: f64) -> String {
+/// Microseconds shown as milliseconds with three decimals, the unit of every table.
+pub(crate) fn ms(us: f64) -> String {
     format!("{:.3}", us / 1000.0)
 }
 

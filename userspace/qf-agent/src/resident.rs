@@ -127,25 +127,42 @@ pub fn delays_us(arrivals: &[Arrival], period: Duration) -> Vec<f64> {
     anchored.iter().map(|a| a - fastest).collect()
 }
 
-/// Summarizes one cell's arrivals.
-pub fn summarize(
+/// One cell's arrivals as the observations written and summarized, delays included.
+pub fn observations(
     load: &str,
     caller: &str,
     arrivals: &[Arrival],
     period: Duration,
-) -> ResidentSummary {
-    let delays = delays_us(arrivals, period);
-    let span = match (arrivals.first(), arrivals.last()) {
-        (Some(first), Some(last)) => last.0.wrapping_sub(first.0) + 1,
+) -> Vec<ResultObservation> {
+    arrivals
+        .iter()
+        .zip(delays_us(arrivals, period))
+        .map(|(&(invocation_id, at, ok), delay_us)| ResultObservation {
+            load: load.to_string(),
+            caller: caller.to_string(),
+            invocation_id,
+            arrival_us: at.as_secs_f64() * 1e6,
+            delay_us,
+            ok,
+        })
+        .collect()
+}
+
+/// Summarizes one cell's observations (in arrival order): `qf resident observe` prints this,
+/// `qf report` tabulates it from the written file.
+pub fn summarize(load: &str, caller: &str, rows: &[ResultObservation]) -> ResidentSummary {
+    let delays: Vec<f64> = rows.iter().map(|r| r.delay_us).collect();
+    let span = match (rows.first(), rows.last()) {
+        (Some(first), Some(last)) => last.invocation_id.wrapping_sub(first.invocation_id) + 1,
         _ => 0,
     };
     let pct = |q| percentile(&delays, q).unwrap_or(f64::NAN);
     ResidentSummary {
         load: load.to_string(),
         caller: caller.to_string(),
-        results: arrivals.len(),
-        lost: span.saturating_sub(arrivals.len() as u64),
-        wrong_outputs: arrivals.iter().filter(|a| !a.2).count(),
+        results: rows.len(),
+        lost: span.saturating_sub(rows.len() as u64),
+        wrong_outputs: rows.iter().filter(|r| !r.ok).count(),
         delay_p50_us: pct(0.5),
         delay_p95_us: pct(0.95),
         delay_p99_us: pct(0.99),
@@ -237,20 +254,12 @@ impl ObserveSpec {
         let path = dir.join("observations.csv");
         let mut writer = csv::Writer::from_path(&path)
             .with_context(|| format!("creating {}", path.display()))?;
-        for (&(invocation_id, at, ok), delay_us) in
-            arrivals.iter().zip(delays_us(arrivals, self.period))
-        {
-            writer.serialize(ResultObservation {
-                load: load.to_string(),
-                caller: caller.as_str().to_string(),
-                invocation_id,
-                arrival_us: at.as_secs_f64() * 1e6,
-                delay_us,
-                ok,
-            })?;
+        let rows = observations(load, caller.as_str(), arrivals, self.period);
+        for row in &rows {
+            writer.serialize(row)?;
         }
         writer.flush()?;
-        Ok(summarize(load, caller.as_str(), arrivals, self.period))
+        Ok(summarize(load, caller.as_str(), &rows))
     }
 }
 
@@ -325,11 +334,15 @@ mod tests {
             (101, at(13.0), false),
             (104, at(40.0), true),
         ];
-        let s = summarize("rt", "fifo", &arrivals, P);
+        let s = summarize("rt", "fifo", &observations("rt", "fifo", &arrivals, P));
         assert_eq!((s.results, s.lost, s.wrong_outputs), (3, 2, 1));
         assert!((s.delay_max_us - 3000.0).abs() < 1e-6);
         assert!(s.delay_p50_us.abs() < 1e-6);
-        let empty = summarize("idle", "ordinary", &[], P);
+        let empty = summarize(
+            "idle",
+            "ordinary",
+            &observations("idle", "ordinary", &[], P),
+        );
         assert_eq!((empty.results, empty.lost), (0, 0));
         assert!(empty.delay_p99_us.is_nan());
     }
