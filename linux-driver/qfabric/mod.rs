@@ -13,8 +13,10 @@
 pub mod board;
 pub mod irq;
 pub mod kthread;
+pub mod misc;
 pub mod pci;
 pub mod rproc;
+pub mod rpmsg;
 pub mod shm;
 
 use kernel::error::{Error, Result};
@@ -26,6 +28,23 @@ pub fn from_err_ptr<T>(ptr: *mut T) -> Result<*mut T> {
         Err(Error::from_errno(value as kernel::ffi::c_int))
     } else {
         Ok(ptr)
+    }
+}
+
+/// Errors `kernel::error::code` (6.12) does not declare.
+pub mod errno {
+    use kernel::error::Error;
+
+    fn from_binding(errno: u32) -> Error {
+        Error::from_errno(-(errno as kernel::ffi::c_int))
+    }
+
+    pub fn emsgsize() -> Error {
+        from_binding(kernel::bindings::EMSGSIZE)
+    }
+
+    pub fn etimedout() -> Error {
+        from_binding(kernel::bindings::ETIMEDOUT)
     }
 }
 
