@@ -63,7 +63,11 @@ impl MiscDevice {
 
     /// The device's name without the NUL.
     pub fn name(&self) -> &[u8] {
-        let end = self.name.iter().position(|&b| b == 0).unwrap_or(self.name.len());
+        let end = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.name.len());
         &self.name[..end]
     }
 
@@ -72,11 +76,7 @@ impl MiscDevice {
     /// # Safety
     /// `fops` must outlive the registration and every file opened through it; the owner of
     /// `self` must call [`MiscDevice::deregister`] before it is dropped.
-    pub unsafe fn register(
-        &self,
-        fops: &FileOps,
-        parent: *mut bindings::device,
-    ) -> Result {
+    pub unsafe fn register(&self, fops: &FileOps, parent: *mut bindings::device) -> Result {
         let dev = self.dev.get();
         // SAFETY: `dev` is pinned inside our owner and not registered yet, so nobody else reads it.
         unsafe {
@@ -156,7 +156,11 @@ impl WaitQueue {
     /// # Safety
     /// `file` and `table` must be the arguments of the current `poll` call, and `self` must
     /// outlive the file (the poll machinery removes its entry at the latest on release).
-    pub unsafe fn poll_wait(&self, file: *mut bindings::file, table: *mut bindings::poll_table_struct) {
+    pub unsafe fn poll_wait(
+        &self,
+        file: *mut bindings::file,
+        table: *mut bindings::poll_table_struct,
+    ) {
         // SAFETY: `poll_wait` is a static inline in <linux/poll.h>: call `_qproc` when both the
         // table and its callback are present.
         unsafe {

@@ -15,8 +15,8 @@ pub mod irq;
 pub mod kthread;
 pub mod misc;
 pub mod pci;
-pub mod rproc;
 pub mod rpmsg;
+pub mod rproc;
 pub mod shm;
 
 use kernel::error::{Error, Result};

@@ -21,8 +21,13 @@ pub type ProbeFn = unsafe extern "C" fn(*mut bindings::rpmsg_device) -> c_int;
 /// `remove` as C calls it.
 pub type RemoveFn = unsafe extern "C" fn(*mut bindings::rpmsg_device);
 /// An endpoint's receive callback: `(rpdev, data, len, priv, src)`.
-pub type RxFn =
-    unsafe extern "C" fn(*mut bindings::rpmsg_device, *mut c_void, c_int, *mut c_void, u32) -> c_int;
+pub type RxFn = unsafe extern "C" fn(
+    *mut bindings::rpmsg_device,
+    *mut c_void,
+    c_int,
+    *mut c_void,
+    u32,
+) -> c_int;
 
 /// `RPMSG_ADDR_ANY`.
 pub const ADDR_ANY: u32 = 0xffff_ffff;

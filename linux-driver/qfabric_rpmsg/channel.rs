@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0
+//! One `qfabric` channel: the work behind `QF_IOC_INVOKE`, `QF_IOC_STATS`, `read()` and the
+//! receive callback, and the channel's teardown.
+//!
+//! Locking: `state` (a spinlock) guards the waiting callers, the read queue and the counters and
+//! is never held across a user copy or a sleep. `endpoint` (a mutex) is held across
+//! `rpmsg_send` so that `remove` cannot destroy the endpoint under a sender. The receive
+//! callback runs in process context (virtio rpmsg calls it under mutexes).
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::c_str;
+use kernel::error::code::*;
+use kernel::prelude::*;
+use kernel::sync::{
+    new_condvar, new_mutex, new_spinlock, CondVar, CondVarTimeoutResult, Mutex, SpinLock,
+};
+use kernel::uaccess::UserSlice;
+
+use crate::abi::frame::{self, Key, HEADER_LEN};
+use crate::abi::uapi;
+use crate::qfabric::misc::{MiscDevice, WaitQueue};
+use crate::qfabric::rpmsg::Endpoint;
+use crate::qfabric::{self, errno};
+use crate::state::{Queue, Slot, SlotState, State, Stats, MAX_FRAME, MAX_WAITERS};
+
+const DEFAULT_TIMEOUT_MS: u32 = 1000;
+const MAX_TIMEOUT_MS: u32 = 60_000;
+
+/// One `qfabric` channel and its `/dev/qfabricN`.
+#[pin_data]
+pub(crate) struct Channel {
+    #[pin]
+    pub(crate) state: SpinLock<State>,
+    /// Callers waiting for a reply.
+    #[pin]
+    pub(crate) replied: CondVar,
+    /// Blocking readers.
+    #[pin]
+    pub(crate) readable: CondVar,
+    /// `poll` users.
+    #[pin]
+    pub(crate) poll_queue: WaitQueue,
+    /// `None` once `remove` destroyed it.
+    #[pin]
+    pub(crate) endpoint: Mutex<Option<Endpoint>>,
+    #[pin]
+    pub(crate) misc: MiscDevice,
+    pub(crate) index: u32,
+    pub(crate) remote_addr: u32,
+    pub(crate) local_addr: AtomicU32,
+    pub(crate) mtu: AtomicU32,
+}
+
+fn now_ns() -> i64 {
+    qfabric::now_ns()
+}
+
+impl Channel {
+    pub(crate) fn new(
+        index: u32,
+        remote_addr: u32,
+        name: [u8; 8],
+        queue: Queue,
+    ) -> impl PinInit<Self> {
+        pin_init!(Self {
+            state <- new_spinlock!(State {
+                alive: true,
+                slots: [Slot::FREE; MAX_WAITERS],
+                next_abandoned_seq: 0,
+                queue,
+                stats: Stats::default(),
+            }),
+            replied <- new_condvar!("qfabric_rpmsg::replied"),
+            readable <- new_condvar!("qfabric_rpmsg::readable"),
+            poll_queue <- WaitQueue::new(
+                c_str!("qfabric_rpmsg::poll"),
+                kernel::static_lock_class!()
+            ),
+            endpoint <- new_mutex!(None),
+            misc <- MiscDevice::new(&name),
+            index,
+            remote_addr,
+            local_addr: AtomicU32::new(0),
+            mtu: AtomicU32::new(MAX_FRAME as u32),
+        })
+    }
+
+    /// The receive callback's work: a reply goes to its caller, an unsolicited response to the
+    /// read queue, anything else is counted and dropped.
+    pub(crate) fn receive(&self, frame: &[u8]) {
+        let now = now_ns();
+        let key = match frame::parse(frame) {
+            Some((frame::RESPONSE, key)) if frame.len() <= MAX_FRAME => Some(key),
+            _ => None,
+        };
+        let mut s = self.state.lock();
+        let Some(key) = key else {
+            s.stats.malformed += 1;
+            return;
+        };
+        if let Some(i) = s.find(key, &[SlotState::Waiting]) {
+            let slot = &mut s.slots[i];
+            // SAFETY: a `Waiting` slot's `buf` is its caller's live MAX_FRAME-byte buffer (see
+            // `State`); `frame.len() <= MAX_FRAME` was checked above.
+            unsafe { core::ptr::copy_nonoverlapping(frame.as_ptr(), slot.buf, frame.len()) };
+            slot.len = frame.len();
+            slot.replied_ns = now;
+            slot.state = SlotState::Replied;
+            s.stats.replies += 1;
+            drop(s);
+            self.replied.notify_all();
+            return;
+        }
+        if let Some(i) = s.find(key, &[SlotState::Abandoned]) {
+            s.slots[i] = Slot::FREE;
+            s.stats.late_replies += 1;
+            return;
+        }
+        if s.queue.push(frame) {
+            s.stats.unsolicited += 1;
+            drop(s);
+            self.readable.notify_all();
+            self.poll_queue.wake_all();
+        } else {
+            s.stats.unsolicited_dropped += 1;
+        }
+    }
+
+    /// Takes a slot for `key`, whose reply will be copied to `buf` (`MAX_FRAME` bytes).
+    fn reserve(&self, key: Key, buf: *mut u8) -> Result<usize> {
+        let mut s = self.state.lock();
+        if !s.alive {
+            return Err(ENODEV);
+        }
+        if s.find(key, &[SlotState::Waiting, SlotState::Replied])
+            .is_some()
+        {
+            return Err(EBUSY);
+        }
+        let free = s.slots.iter().position(|x| x.state == SlotState::Free);
+        let oldest_abandoned = || {
+            (0..MAX_WAITERS)
+                .filter(|&i| s.slots[i].state == SlotState::Abandoned)
+                .min_by_key(|&i| s.slots[i].abandoned_seq)
+        };
+        let i = free.or_else(oldest_abandoned).ok_or(EBUSY)?;
+        s.slots[i] = Slot {
+            state: SlotState::Waiting,
+            key,
+            buf,
+            ..Slot::FREE
+        };
+        Ok(i)
+    }
+
+    fn release(&self, slot: usize) {
+        self.state.lock().slots[slot] = Slot::FREE;
+    }
+
+    /// Sleeps until the reply for `slot` arrived, the channel went away, `timeout_ms` passed or
+    /// a signal came. Always leaves the slot without a buffer pointer (free or abandoned).
+    /// Returns the reply's length and the time the callback matched it.
+    fn wait_reply(&self, slot: usize, timeout_ms: u32) -> Result<(usize, i64)> {
+        let deadline = now_ns() + i64::from(timeout_ms) * 1_000_000;
+        let mut s = self.state.lock();
+        loop {
+            if s.slots[slot].state == SlotState::Replied {
+                let done = (s.slots[slot].len, s.slots[slot].replied_ns);
+                s.slots[slot] = Slot::FREE;
+                return Ok(done);
+            }
+            if !s.alive {
+                s.slots[slot] = Slot::FREE;
+                return Err(ENODEV);
+            }
+            let left_ns = deadline - now_ns();
+            if left_ns <= 0 {
+                s.abandon(slot);
+                s.stats.timeouts += 1;
+                return Err(errno::etimedout());
+            }
+            let left_ms = ((left_ns + 999_999) / 1_000_000) as u32;
+            let jiffies = kernel::time::msecs_to_jiffies(left_ms);
+            if let CondVarTimeoutResult::Signal { .. } =
+                self.replied.wait_interruptible_timeout(&mut s, jiffies)
+            {
+                if s.slots[slot].state == SlotState::Replied {
+                    continue; // the reply won the race: deliver it
+                }
+                s.abandon(slot);
+                s.stats.interrupted += 1;
+                return Err(EINTR);
+            }
+        }
+    }
+
+    /// `QF_IOC_INVOKE`.
+    pub(crate) fn invoke(&self, arg: usize) -> Result {
+        let entered_ns = now_ns();
+        let (mut arg_reader, mut arg_writer) =
+            UserSlice::new(arg, uapi::INVOKE_LEN).reader_writer();
+        let mut raw = [0u8; uapi::INVOKE_LEN];
+        arg_reader.read_slice(&mut raw)?;
+        let args = uapi::Invoke::parse(&raw);
+        let mtu = self.mtu.load(Ordering::Relaxed) as usize;
+        let request_len = args.request_len as usize;
+        if args.flags != 0
+            || !(HEADER_LEN..=mtu).contains(&request_len)
+            || (args.response_cap as usize) < mtu
+            || args.timeout_ms > MAX_TIMEOUT_MS
+        {
+            return Err(EINVAL);
+        }
+        let timeout_ms = match args.timeout_ms {
+            0 => DEFAULT_TIMEOUT_MS,
+            ms => ms,
+        };
+        let mut request = [0u8; MAX_FRAME];
+        UserSlice::new(args.request as usize, request_len)
+            .reader()
+            .read_slice(&mut request[..request_len])?;
+        let key = match frame::parse(&request[..request_len]) {
+            Some((frame::REQUEST, key)) => key,
+            _ => return Err(EINVAL),
+        };
+        // Prove the response buffer writable before anything is sent, so that a bad pointer
+        // costs no reply.
+        let mut reply = [0u8; MAX_FRAME];
+        UserSlice::new(args.response as usize, mtu)
+            .writer()
+            .write_slice(&reply[..mtu])?;
+
+        let slot = self.reserve(key, reply.as_mut_ptr())?;
+        let sent = match &*self.endpoint.lock() {
+            Some(endpoint) => endpoint.send(&request[..request_len]),
+            None => Err(ENODEV),
+        };
+        if let Err(e) = sent {
+            self.release(slot);
+            return Err(e);
+        }
+        let sent_ns = now_ns();
+        self.state.lock().stats.invokes += 1;
+        let waited = self.wait_reply(slot, timeout_ms);
+        let woken_ns = now_ns();
+        // From here on no slot points at `reply`.
+        let (len, replied_ns) = waited?;
+        UserSlice::new(args.response as usize, len)
+            .writer()
+            .write_slice(&reply[..len])?;
+        uapi::set_outputs(
+            &mut raw,
+            len as u32,
+            [entered_ns, sent_ns, replied_ns, woken_ns],
+        );
+        arg_writer.write_slice(&raw)
+    }
+
+    /// `QF_IOC_STATS`.
+    pub(crate) fn stats(&self, arg: usize) -> Result {
+        let (st, in_flight) = {
+            let s = self.state.lock();
+            (s.stats, s.in_flight())
+        };
+        let mut raw = [0u8; uapi::STATS_LEN];
+        let counters = [
+            st.invokes,
+            st.replies,
+            st.timeouts,
+            st.interrupted,
+            st.late_replies,
+            st.unsolicited,
+            st.unsolicited_dropped,
+            st.malformed,
+        ];
+        for (i, c) in counters.iter().enumerate() {
+            raw[8 * i..8 * i + 8].copy_from_slice(&c.to_ne_bytes());
+        }
+        let words = [
+            self.mtu.load(Ordering::Relaxed),
+            in_flight,
+            self.local_addr.load(Ordering::Relaxed),
+            self.remote_addr,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            raw[64 + 4 * i..68 + 4 * i].copy_from_slice(&w.to_ne_bytes());
+        }
+        UserSlice::new(arg, uapi::STATS_LEN)
+            .writer()
+            .write_slice(&raw)
+    }
+
+    /// `read()`: the oldest unsolicited frame. The frame leaves the queue only after the user
+    /// buffer proved writable, so a bad buffer loses nothing.
+    pub(crate) fn read(&self, buf: usize, count: usize, nonblock: bool) -> Result<usize> {
+        let mut frame = [0u8; MAX_FRAME];
+        loop {
+            let front_len = {
+                let mut s = self.state.lock();
+                loop {
+                    if let Some(f) = s.queue.front() {
+                        break f.len();
+                    }
+                    if !s.alive {
+                        return Ok(0);
+                    }
+                    if nonblock {
+                        return Err(EAGAIN);
+                    }
+                    if self.readable.wait_interruptible(&mut s) {
+                        return Err(ERESTARTSYS);
+                    }
+                }
+            };
+            if count < front_len {
+                return Err(errno::emsgsize());
+            }
+            UserSlice::new(buf, front_len)
+                .writer()
+                .write_slice(&frame[..front_len])?;
+            let mut s = self.state.lock();
+            // Another reader may have taken that frame meanwhile: start over if so.
+            match s.queue.front() {
+                Some(f) if f.len() <= count => {
+                    let n = f.len();
+                    frame[..n].copy_from_slice(f);
+                    s.queue.pop();
+                    drop(s);
+                    UserSlice::new(buf, n).writer().write_slice(&frame[..n])?;
+                    return Ok(n);
+                }
+                _ => continue,
+            }
+        }
+    }
+
+    /// Ends the channel: no new opens, the endpoint destroyed (no callback runs after it),
+    /// waiting callers and readers woken with `ENODEV`/end of file.
+    pub(crate) fn shut_down(&self) -> Option<Endpoint> {
+        self.misc.deregister();
+        self.state.lock().alive = false;
+        self.replied.notify_all();
+        self.readable.notify_all();
+        self.poll_queue.wake_all();
+        // Waits for a sender inside `rpmsg_send`.
+        self.endpoint.lock().take()
+    }
+}
