@@ -13,6 +13,7 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 use qf_abi::MAX_FRAME_LEN;
 use qf_chain::{ChainStats, MAX_CHAIN_RESPONSE_LEN};
 
+use crate::garbage;
 use crate::ivshmem::{GuestNotifier, McuDoorbell, VECTOR_STATE, VECTOR_VRING};
 use crate::layout::{
     control, McuState, CHANNEL_ADDR, HEARTBEAT_PERIOD_US, LAYOUT_VERSION, MAGIC, RSC_TABLE_OFFSET,
@@ -42,6 +43,8 @@ pub enum Command {
     ChainStart(Box<ChainPlan>),
     /// Stop the resident chain, if any.
     ChainStop,
+    /// Send this many garbage frames ([`crate::garbage`]) to the endpoint that last wrote.
+    Garbage(u64),
 }
 
 /// Errors of the board loop.
@@ -113,6 +116,10 @@ pub struct BoardStats {
     pub sessions: u64,
     pub stale_kicks: u64,
     pub foreign_messages: u64,
+    /// Garbage frames delivered to Linux, and those that found no receive buffer or no
+    /// endpoint to go to.
+    pub garbage_sent: u64,
+    pub garbage_not_sent: u64,
     /// Whether a resident chain runs, and its counters (those of the last chain once stopped;
     /// lateness and compute time in nanoseconds).
     pub chain_running: bool,
@@ -300,6 +307,49 @@ impl Board {
                 }
             }
             Command::ChainStop => self.stop_chain(),
+            Command::Garbage(n) => self.send_garbage(n)?,
+        }
+        Ok(())
+    }
+
+    /// Sends `n` garbage frames to the endpoint that last wrote, like chain results: only to a
+    /// live session, never queued.
+    fn send_garbage(&mut self, n: u64) -> Result<(), BoardError> {
+        let live = self.live_attach()?;
+        let (mut sent, mut interrupt, mut failed) = (0, false, None);
+        if let Some(session) = self.session.as_mut() {
+            let dest = session
+                .chain_dest
+                .filter(|_| live == Some(session.attach_count) && session.outbox.is_empty());
+            if let Some(dst) = dest {
+                let mut out = [0u8; rpmsg::MAX_PAYLOAD];
+                for index in 0..n {
+                    let (len, _) = garbage::frame(index, &mut out);
+                    match session.device.send(CHANNEL_ADDR, dst, &out[..len]) {
+                        Ok(Sent::Delivered { interrupt: i }) => {
+                            sent += 1;
+                            interrupt |= i;
+                        }
+                        Ok(Sent::NoBuffer) => break,
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if interrupt {
+            self.guest.notify(VECTOR_VRING);
+        }
+        {
+            let mut stats = self.lock_stats();
+            stats.garbage_sent += sent;
+            stats.garbage_not_sent += n - sent;
+        }
+        log::info!("mcu: {sent} of {n} garbage frames sent");
+        if let Some(e) = failed {
+            self.end_session(&e)?;
         }
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! The control socket: fault knobs and lifecycle commands at run time, one text line per
 //! command, one line back (`ok ...` or `error: ...`). Commands:
 //! `latency-us N`, `drop-every N` (0 = off), `silent on|off`, `crash`, `hang`, `restart`,
-//! `chain start PERIOD_US TEMPLATE_HEX`, `chain stop`, `status`.
+//! `chain start PERIOD_US TEMPLATE_HEX`, `chain stop`, `garbage N` (N frames that answer
+//! nothing, see [`crate::garbage`]), `status`.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -31,8 +32,14 @@ pub enum Request {
         template: Vec<u8>,
     },
     ChainStop,
+    /// Send this many garbage frames to the endpoint that last wrote to the channel.
+    Garbage(u64),
     Status,
 }
+
+/// Most garbage frames one command sends: fewer than Linux's 256 receive buffers, so all of
+/// them are delivered at once.
+pub const MAX_GARBAGE: u64 = 200;
 
 /// Parses one command line; the error names the offending word.
 pub fn parse(line: &str) -> Result<Request, String> {
@@ -59,6 +66,10 @@ pub fn parse(line: &str) -> Result<Request, String> {
         Some("hang") => Request::Hang,
         Some("restart") => Request::Restart,
         Some("status") => Request::Status,
+        Some("garbage") => match number("garbage", words.get(1))? {
+            n @ 1..=MAX_GARBAGE => Request::Garbage(n),
+            n => return Err(format!("garbage: {n} is not in 1..={MAX_GARBAGE}")),
+        },
         Some("chain") => match words.get(1).copied() {
             Some("start") => Request::ChainStart {
                 period_us: number("chain start PERIOD_US", words.get(2))?,
@@ -81,7 +92,10 @@ pub fn parse(line: &str) -> Result<Request, String> {
         None => return Err("empty command".to_string()),
     };
     let expected_words = match request {
-        Request::LatencyUs(_) | Request::DropEvery(_) | Request::Silent(_) => 2,
+        Request::LatencyUs(_)
+        | Request::DropEvery(_)
+        | Request::Silent(_)
+        | Request::Garbage(_) => 2,
         Request::ChainStart { .. } => 4,
         Request::ChainStop => 2,
         _ => 1,
@@ -97,7 +111,7 @@ pub fn parse(line: &str) -> Result<Request, String> {
 }
 
 fn unknown(word: &str) -> String {
-    let known = "latency-us, drop-every, silent, crash, hang, restart, chain, status";
+    let known = "latency-us, drop-every, silent, crash, hang, restart, chain, garbage, status";
     format!("unknown command '{word}' ({known})")
 }
 
@@ -170,6 +184,12 @@ impl ControlServer {
                 Some(board) => board.send(Command::ChainStop),
                 None => {
                     return "error: chain: needs the rpmsg board (--ivshmem-socket)".to_string()
+                }
+            },
+            Request::Garbage(n) => match &self.board {
+                Some(board) => board.send(Command::Garbage(n)),
+                None => {
+                    return "error: garbage: needs the rpmsg board (--ivshmem-socket)".to_string()
                 }
             },
             Request::Status => return format!("ok {}", (self.status)()),
@@ -267,6 +287,13 @@ mod tests {
             })
         );
         assert_eq!(parse("chain stop"), Ok(Request::ChainStop));
+        assert_eq!(parse("garbage 200"), Ok(Request::Garbage(200)));
+        assert!(parse("garbage 0").unwrap_err().contains("not in 1..=200"));
+        assert!(parse("garbage 201").unwrap_err().contains("201"));
+        assert!(parse("garbage x").unwrap_err().contains("'x'"));
+        assert!(parse("garbage 5 6")
+            .unwrap_err()
+            .contains("takes 1 argument"));
         let e = parse("chain start 10000 0g").unwrap_err();
         assert!(e.contains("TEMPLATE_HEX: '0g'"), "{e}");
         let e = parse("chain start ten 00").unwrap_err();

@@ -6,7 +6,8 @@
 //! ([`board`]), and answers QFabric frames with `qf-tasks` ([`mcu`]) over rpmsg and over a Unix
 //! socket for the host agent ([`unix_endpoint`]), under fault knobs ([`faults`], [`control`]).
 //! It also runs a resident chain released by its own timer ([`resident`]), and can take a
-//! Cortex-M33's compute time instead of the host's ([`compute`]).
+//! Cortex-M33's compute time instead of the host's ([`compute`]), and send garbage that answers
+//! nothing ([`garbage`]).
 //! The contract with the Linux driver is `docs/virtual-board.md`.
 #![deny(unsafe_code)]
 
@@ -14,6 +15,7 @@ pub mod board;
 pub mod compute;
 pub mod control;
 pub mod faults;
+pub mod garbage;
 pub mod ivshmem;
 pub mod layout;
 pub mod listen;

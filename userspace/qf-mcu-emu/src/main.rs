@@ -277,8 +277,8 @@ fn status_fn(
         if let Some(board) = &board {
             let b = *board.lock().unwrap_or_else(|p| p.into_inner());
             line += &format!(
-                " sessions={} stale_kicks={} foreign_messages={}",
-                b.sessions, b.stale_kicks, b.foreign_messages
+                " sessions={} stale_kicks={} foreign_messages={} garbage_sent={} garbage_not_sent={}",
+                b.sessions, b.stale_kicks, b.foreign_messages, b.garbage_sent, b.garbage_not_sent
             );
             let c = b.chain;
             line += &format!(
