@@ -104,10 +104,10 @@ nix::ioctl_read!(qf_ioc_stats, IOC_TYPE, 0x41, QfStats);
 pub enum DevError {
     #[error("no /dev/qfabricN under {}: is the module qfabric_rpmsg loaded (modprobe qfabric_rpmsg), and has the MCU announced its `qfabric` rpmsg channel?", dir.display())]
     NoDevice { dir: PathBuf },
-    #[error("opening {}: {source}", path.display())]
+    #[error("opening {}: {error}", path.display())]
     Open {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The kernel answered `errno`; `meaning` is what the contract says it means for `op`.
     #[error("{}: {op}: {meaning} ({errno})", path.display())]
@@ -133,7 +133,7 @@ impl DevError {
     pub fn errno(&self) -> Option<Errno> {
         match self {
             DevError::Kernel { errno, .. } => Some(*errno),
-            DevError::Open { source, .. } => source.raw_os_error().map(Errno::from_raw),
+            DevError::Open { error, .. } => error.raw_os_error().map(Errno::from_raw),
             _ => None,
         }
     }
@@ -258,7 +258,7 @@ impl Device {
         let path = path.as_ref().to_owned();
         let file = match OpenOptions::new().read(true).write(true).open(&path) {
             Ok(file) => file,
-            Err(source) => return Err(DevError::Open { path, source }),
+            Err(error) => return Err(DevError::Open { path, error }),
         };
         let mut device = Device {
             file,
