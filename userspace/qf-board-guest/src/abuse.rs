@@ -5,6 +5,7 @@
 //! before the kernel could see it. The `unsafe` is those calls and the guard mappings.
 #![allow(unsafe_code)]
 
+use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -116,8 +117,8 @@ type Change = fn(&mut QfInvoke, u32);
 /// What the watchdog sees: the call in progress and when it started.
 type Current = Arc<Mutex<(String, Instant)>>;
 
-struct Abuse<'a> {
-    device: &'a Device,
+struct Abuse {
+    /// The device's descriptor.
     fd: i32,
     mtu: usize,
     /// The request frame's buffer (large, so any length below 64 KiB reads our own memory).
@@ -134,7 +135,7 @@ struct Abuse<'a> {
     wrong: Vec<String>,
 }
 
-impl Abuse<'_> {
+impl Abuse {
     /// A fresh valid request (an `add`) at the start of the request buffer; returns its length.
     fn frame(&mut self) -> Result<usize> {
         let mut frame = [0u8; MAX_FRAME_LEN];
@@ -177,18 +178,30 @@ impl Abuse<'_> {
         }
     }
 
-    /// QF_IOC_INVOKE on `arg` (a structure in our memory) must fail with `expected`.
+    /// Copies `arg` into the middle of the response buffer (a reply goes to its start), where
+    /// even an ioctl that wrongly wrote back as many bytes as any number can encode (16 KiB)
+    /// stays in our own memory; returns its address.
+    fn place(&mut self, arg: &QfInvoke) -> u64 {
+        let at = 32 * 1024;
+        let size = std::mem::size_of::<QfInvoke>();
+        // SAFETY: `QfInvoke` is plain old data without padding, `size` bytes long.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(arg as *const QfInvoke as *const u8, size) };
+        self.response.bytes()[at..at + size].copy_from_slice(bytes);
+        self.response.address(at)
+    }
+
+    /// QF_IOC_INVOKE on `arg` must fail with `expected`.
     fn invoke_case(&mut self, name: &str, arg: QfInvoke, expected: Errno) {
-        let mut arg = arg;
-        let address = &mut arg as *mut QfInvoke as u64;
+        let address = self.place(&arg);
         let got = self.call(name, || ioctl(self.fd, QF_IOC_INVOKE, address));
         self.expect(name, expected, got);
     }
 
     /// `number` with a pointer to a valid invocation must fail with `expected`.
     fn number_case(&mut self, name: &str, number: ioctl_num_type, expected: Errno) -> Result<()> {
-        let mut arg = self.valid()?;
-        let address = &mut arg as *mut QfInvoke as u64;
+        let arg = self.valid()?;
+        let address = self.place(&arg);
         let got = self.call(name, || ioctl(self.fd, number, address));
         self.expect(name, expected, got);
         Ok(())
@@ -218,7 +231,7 @@ impl Abuse<'_> {
         let frame = self.request.bytes()[..len].to_vec();
         self.edge.bytes()[edge_start..].copy_from_slice(&frame);
         let arg = QfInvoke {
-            request: self.edge.address(edge_start),
+            request: self.edge.guard() - len as u64,
             request_len: len as u32 + 1,
             ..self.valid()?
         };
@@ -329,7 +342,7 @@ impl Abuse<'_> {
         self.expect("write() of a valid frame", EINVAL, got);
 
         // read() with nothing queued, non-blocking: EAGAIN even for a 1-byte buffer.
-        let drained = self.drain()?;
+        let (drained, flags) = self.drain()?;
         let address = self.response.address(0);
         let got = self.call("read", || {
             // SAFETY: 1 byte of our response buffer.
@@ -345,11 +358,17 @@ impl Abuse<'_> {
             EAGAIN,
             got,
         );
+        // Blocking again: the contract does not say what O_NONBLOCK does to an invocation.
+        // SAFETY: fcntl on our open descriptor.
+        if unsafe { libc::fcntl(self.fd, libc::F_SETFL, flags) } < 0 {
+            bail!("fcntl: {}", std::io::Error::last_os_error());
+        }
         Ok(())
     }
 
-    /// Switches the file to non-blocking and reads every queued frame; returns how many.
-    fn drain(&mut self) -> Result<usize> {
+    /// Switches the file to non-blocking and reads every queued frame; returns how many, and
+    /// the file's flags before.
+    fn drain(&mut self) -> Result<(usize, libc::c_int)> {
         // SAFETY: fcntl on our open descriptor.
         let flags = unsafe { libc::fcntl(self.fd, libc::F_GETFL) };
         // SAFETY: as above.
@@ -370,7 +389,7 @@ impl Abuse<'_> {
                 bail!("read() keeps returning frames: more than 10000 queued");
             }
         }
-        Ok(drained)
+        Ok((drained, flags))
     }
 
     /// A pointer the kernel must refuse, or one into our own buffers.
@@ -441,16 +460,7 @@ impl Abuse<'_> {
             woken_ns: rng.next(),
             flags: if rng.next() % 4 == 0 { rng.next() } else { 0 },
         };
-        // The structure sits in the middle of the response buffer (a reply goes to its start):
-        // 32 KiB on, room for any size an ioctl number can encode.
-        let scratch = self.response.bytes();
-        let size = std::mem::size_of::<QfInvoke>();
-        let at = 32 * 1024;
-        // SAFETY: `QfInvoke` is plain old data; `at..at + size` is inside the buffer.
-        scratch[at..at + size].copy_from_slice(unsafe {
-            std::slice::from_raw_parts(&arg as *const QfInvoke as *const u8, size)
-        });
-        let ours = self.response.address(at);
+        let ours = self.place(&arg);
         let address = if rng.next() % 5 == 0 {
             self.random_pointer(rng, ours)
         } else {
@@ -480,43 +490,53 @@ fn watchdog(current: Current) {
     }
 }
 
+impl Abuse {
+    /// The harness on descriptor `fd` of a channel with `mtu`, its calls watched by `current`.
+    fn new(fd: i32, mtu: usize, epoch: u32, current: Current) -> Result<Abuse> {
+        let page = 4096;
+        Ok(Abuse {
+            fd,
+            mtu,
+            request: Mapping::new(64 * 1024, page)?,
+            response: Mapping::new(64 * 1024, page)?,
+            edge: Mapping::new(page, page)?,
+            forbidden: Mapping::new(0, 1 << 20)?,
+            mirror: Mirror::starting_at(epoch, CASE_IDS),
+            current,
+            cases: 0,
+            wrong: Vec::new(),
+        })
+    }
+
+    /// `count` random ioctls; returns how often each errno (or success) came back.
+    fn random_phase(&mut self, epoch: u32, count: usize) -> Result<BTreeMap<String, usize>> {
+        self.mirror = Mirror::starting_at(epoch, RANDOM_IDS);
+        let mut rng = Rng(0x5eed_0000_0000_0001 ^ u64::from(epoch));
+        let mut errnos = BTreeMap::<String, usize>::new();
+        for index in 0..count {
+            let outcome = self.random(&mut rng, index)?;
+            let name = outcome.map_or("success".to_string(), |e| format!("{e:?}"));
+            *errnos.entry(name).or_default() += 1;
+        }
+        Ok(errnos)
+    }
+}
+
 /// Every documented error, [`RANDOM_IOCTLS`] random ioctls, then one normal invocation.
 pub fn abuse(device: &Device, epoch: u32) -> Result<()> {
     let current: Current = Arc::new(Mutex::new(("opening".to_string(), Instant::now())));
     let watched = current.clone();
     std::thread::spawn(move || watchdog(watched));
-    let page = 4096;
-    let mut abuse = Abuse {
-        device,
-        fd: device.as_raw_fd(),
-        mtu: device.mtu(),
-        request: Mapping::new(64 * 1024, page)?,
-        response: Mapping::new(64 * 1024, page)?,
-        edge: Mapping::new(page, page)?,
-        forbidden: Mapping::new(0, 1 << 20)?,
-        mirror: Mirror::starting_at(epoch, CASE_IDS),
-        current,
-        cases: 0,
-        wrong: Vec::new(),
-    };
-    debug_assert_eq!(abuse.edge.guard(), abuse.edge.address(page));
+    let mut abuse = Abuse::new(device.as_raw_fd(), device.mtu(), epoch, current)?;
     abuse.documented()?;
-
-    abuse.mirror = Mirror::starting_at(epoch, RANDOM_IDS);
-    let mut rng = Rng(0x5eed_0000_0000_0001 ^ u64::from(epoch));
-    let mut errnos = std::collections::BTreeMap::<String, usize>::new();
-    for index in 0..RANDOM_IOCTLS {
-        let outcome = abuse.random(&mut rng, index)?;
-        let name = outcome.map_or("success".to_string(), |e| format!("{e:?}"));
-        *errnos.entry(name).or_default() += 1;
-    }
+    let errnos = abuse.random_phase(epoch, RANDOM_IOCTLS)?;
 
     // Callers of the random phase that timed out left nothing behind; the device still works.
     let settle = Instant::now();
-    let mut stats: QfStats = abuse.device.stats()?;
+    let mut stats: QfStats = device.stats()?;
     while stats.in_flight != 0 && settle.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
-        stats = abuse.device.stats()?;
+        stats = device.stats()?;
     }
     let mut mirror = Mirror::starting_at(epoch, FINAL_IDS);
     let mut frame = [0u8; MAX_FRAME_LEN];
@@ -559,6 +579,32 @@ pub fn abuse(device: &Device, epoch: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On /dev/null, which knows no ioctl and takes any write, only the ENOTTY cases hold:
+    /// every other case is reported, with what came back instead, and the random phase returns.
+    #[test]
+    fn a_file_that_is_no_qfabric_device_fails_every_case_but_enotty() {
+        let null = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        let current = Arc::new(Mutex::new((String::new(), Instant::now())));
+        let mut abuse = Abuse::new(null.as_raw_fd(), 496, 9, current).unwrap();
+        abuse.documented().unwrap();
+        assert_eq!(abuse.cases, 39);
+        assert_eq!(abuse.wrong.len(), 39 - 8, "{:#?}", abuse.wrong);
+        assert!(abuse
+            .wrong
+            .contains(&"request NULL: ENOTTY, expected EFAULT".to_string()));
+        assert!(abuse
+            .wrong
+            .iter()
+            .any(|w| w.starts_with("write() of a valid frame: returned")));
+        assert!(!abuse.wrong.iter().any(|w| w.starts_with("ioctl _IO")));
+        let errnos = abuse.random_phase(9, 300).unwrap();
+        assert_eq!(errnos.values().sum::<usize>(), 300);
+    }
 
     #[test]
     fn random_numbers_never_name_the_generic_vfs_ioctls() {

@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 use qf_abi::MAX_FRAME_LEN;
 use qf_agent::qfabric_dev::{Device, QfStats, Reply};
 
-use crate::stats::percentile_us;
-use crate::traffic::{checked, Mirror, REPLY_TIMEOUT};
+use crate::stats::{percentile_us, round_trip_percentiles, NOT_BOARD_TIMINGS};
+use crate::traffic::{add_calls, checked, Mirror, REPLY_TIMEOUT};
 
 /// One QF_IOC_INVOKE of `request`, its reply checked against the mirror.
 pub fn exchange(device: &Device, mirror: &mut Mirror, request: &[u8], what: &str) -> Result<Reply> {
@@ -107,30 +107,16 @@ pub fn concurrent(device: &Device, threads: u64, count: u64, epoch: u32) -> Resu
 /// Round trips of a minimal frame (`add`) through the device: percentiles of the caller's round
 /// trip and the medians of the kernel's own breakdown.
 pub fn latency(device: &Device, count: u64, epoch: u32) -> Result<()> {
-    let mut mirror = Mirror::new(epoch);
-    let mut request = [0u8; MAX_FRAME_LEN];
-    let mut replies = Vec::with_capacity(count as usize);
-    for i in 0..count {
-        let len = mirror.request(0, &mut request)?;
-        replies.push(exchange(
-            device,
-            &mut mirror,
-            &request[..len],
-            &format!("call {i}"),
-        )?);
-    }
+    let replies = add_calls(count, epoch, |mirror, request, what| {
+        exchange(device, mirror, request, what)
+    })?;
     let of = |part: fn(&Reply) -> Duration| -> Vec<Duration> { replies.iter().map(part).collect() };
-    let rtts = of(|r| r.latency);
-    let pct = |q: f64| percentile_us(&rtts, q).context("--count 0: nothing measured");
     let median = |part: fn(&Reply) -> Duration| {
         percentile_us(&of(part), 0.5).context("--count 0: nothing measured")
     };
     println!(
-        "dev-latency: add round trip over {count} calls: p50 {:.0} us, p95 {:.0} us, p99 {:.0} us, max {:.0} us; kernel medians: entered->sent {:.1} us, sent->replied {:.1} us, replied->woken {:.1} us (QEMU TCG guest + emulator process on the host: not board timings)",
-        pct(0.5)?,
-        pct(0.95)?,
-        pct(0.99)?,
-        pct(1.0)?,
+        "dev-latency: add round trip over {count} calls: {}; kernel medians: entered->sent {:.1} us, sent->replied {:.1} us, replied->woken {:.1} us {NOT_BOARD_TIMINGS}",
+        round_trip_percentiles(&of(|r| r.latency))?,
         median(|r| r.kernel.sending())?,
         median(|r| r.kernel.remote())?,
         median(|r| r.kernel.waking())?,

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use qf_abi::{encode_frame, encode_frame_raw, Header, HEADER_LEN, MAX_FRAME_LEN};
 use qf_tasks::{serve, AddRequest, Crc32Request, FirRequest, Replay, Task};
 
-use crate::stats::percentile_us;
+use crate::stats::{round_trip_percentiles, NOT_BOARD_TIMINGS};
 use qf_agent::rpmsg_char::Endpoint;
 
 /// Largest rpmsg payload with Linux 6.12's 512-byte buffers (512 - 16-byte rpmsg header).
@@ -209,27 +209,35 @@ pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
     Ok(())
 }
 
-/// Round trips of a minimal frame (`add`), percentiles of the round-trip time.
-pub fn latency(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
+/// `count` round trips of a minimal frame (`add`) through `exchange` (which checks each reply);
+/// what each call measured, in order.
+pub fn add_calls<T>(
+    count: u64,
+    epoch: u32,
+    mut exchange: impl FnMut(&mut Mirror, &[u8], &str) -> Result<T>,
+) -> Result<Vec<T>> {
     let mut mirror = Mirror::new(epoch);
     let mut request = [0u8; MAX_FRAME_LEN];
-    let mut rtts = Vec::with_capacity(count as usize);
+    let mut measured = Vec::with_capacity(count as usize);
     for i in 0..count {
         let len = mirror.request(0, &mut request)?;
-        rtts.push(exchange(
-            ep,
+        measured.push(exchange(
             &mut mirror,
             &request[..len],
             &format!("call {i}"),
         )?);
     }
-    let pct = |q: f64| percentile_us(&rtts, q).context("--count 0: nothing measured");
+    Ok(measured)
+}
+
+/// Round trips of a minimal frame (`add`), percentiles of the round-trip time.
+pub fn latency(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
+    let rtts = add_calls(count, epoch, |mirror, request, what| {
+        exchange(ep, mirror, request, what)
+    })?;
     println!(
-        "latency: add round trip over {count} calls: p50 {:.0} us, p95 {:.0} us, p99 {:.0} us, max {:.0} us (QEMU TCG guest + emulator process on the host: not board timings)",
-        pct(0.5)?,
-        pct(0.95)?,
-        pct(0.99)?,
-        pct(1.0)?
+        "latency: add round trip over {count} calls: {} {NOT_BOARD_TIMINGS}",
+        round_trip_percentiles(&rtts)?
     );
     Ok(())
 }
