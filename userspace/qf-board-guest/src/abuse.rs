@@ -1,7 +1,8 @@
 //! `dev-abuse`: the error contract of `/dev/qfabricN` (`docs/qfabric-dev.md`). Every row of its
-//! error table is provoked and must give exactly its errno; then thousands of ioctls with random
-//! numbers, structures and pointers may fail any way but must return; then the device must still
-//! answer a normal request. Raw `libc` calls on purpose: the safe wrapper refuses bad input
+//! error table is provoked and must give exactly its errno (the rows that need a second party,
+//! EBUSY, EINTR and ETIMEDOUT, are raced in [`crate::races`]); then thousands of ioctls with
+//! random numbers, structures and pointers may fail any way but must return; then the device
+//! must still answer a normal request. Raw `libc` calls on purpose: the safe wrapper refuses bad input
 //! before the kernel could see it. The `unsafe` is those calls and the guard mappings.
 #![allow(unsafe_code)]
 
@@ -16,8 +17,8 @@ use nix::sys::ioctl::ioctl_num_type;
 use qf_abi::{header::offset, MAX_FRAME_LEN};
 use qf_agent::qfabric_dev::{Device, QfInvoke, QfStats, IOC_TYPE, QF_IOC_INVOKE, QF_IOC_STATS};
 
-use crate::dev;
 use crate::traffic::{Mirror, Rng};
+use crate::{dev, races};
 
 /// Random-argument ioctls after the documented cases.
 pub const RANDOM_IOCTLS: usize = 2000;
@@ -157,10 +158,15 @@ impl Abuse {
         })
     }
 
-    fn call(&self, what: &str, f: impl FnOnce() -> Result<i32, Errno>) -> Result<i32, Errno> {
+    /// Tells the watchdog that `what` starts now.
+    fn mark(&self, what: &str) {
         if let Ok(mut current) = self.current.lock() {
             *current = (what.to_string(), Instant::now());
         }
+    }
+
+    fn call(&self, what: &str, f: impl FnOnce() -> Result<i32, Errno>) -> Result<i32, Errno> {
+        self.mark(what);
         f()
     }
 
@@ -522,13 +528,29 @@ impl Abuse {
     }
 }
 
-/// Every documented error, [`RANDOM_IOCTLS`] random ioctls, then one normal invocation.
+/// Every documented error, the races, [`RANDOM_IOCTLS`] random ioctls, then one normal
+/// invocation.
 pub fn abuse(device: &Device, epoch: u32) -> Result<()> {
     let current: Current = Arc::new(Mutex::new(("opening".to_string(), Instant::now())));
     let watched = current.clone();
     std::thread::spawn(move || watchdog(watched));
     let mut abuse = Abuse::new(device.as_raw_fd(), device.mtu(), epoch, current)?;
     abuse.documented()?;
+    let tick = |what: &str| abuse.mark(what);
+    let races = [
+        (Errno::EBUSY, races::busy(device, epoch, &tick)?),
+        (Errno::EINTR, races::interrupted(device, epoch, &tick)?),
+        (Errno::ETIMEDOUT, races::timed_out(device, epoch, &tick)?),
+    ];
+    let mut raced = Vec::new();
+    for (errno, race) in races {
+        raced.push(race.summary(errno));
+        abuse.wrong.extend(race.wrong);
+    }
+    let raced = format!(
+        "races (provoked/attempts): {}, counters agree",
+        raced.join(", ")
+    );
     let errnos = abuse.random_phase(epoch, RANDOM_IOCTLS)?;
 
     // Callers of the random phase that timed out left nothing behind; the device still works.
@@ -563,7 +585,7 @@ pub fn abuse(device: &Device, epoch: u32) -> Result<()> {
     }
     if abuse.wrong.is_empty() {
         println!(
-            "abuse: {} cases as documented; {random}; the device still answers (in_flight 0, {} malformed, {} late replies)",
+            "abuse: {} cases as documented; {raced}; {random}; the device still answers (in_flight 0, {} malformed, {} late replies)",
             abuse.cases, stats.malformed, stats.late_replies
         );
         return Ok(());

@@ -21,6 +21,7 @@
 mod abuse;
 mod chain;
 mod dev;
+mod races;
 mod stats;
 mod traffic;
 
