@@ -13,7 +13,7 @@
 //! two [`McuTransport`]s.
 
 use crate::model::DomainId;
-use crate::qfabric_dev::Device;
+use crate::qfabric_dev::{DevError, Device};
 use crate::rpmsg_char::Endpoint;
 use crate::rt::{set_scheduling, Scheduling};
 use crate::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
@@ -293,7 +293,7 @@ pub struct McuChannel<T> {
 /// The channel through Linux's `rpmsg_char`.
 pub type McuRpmsg = McuChannel<RpmsgChar>;
 /// The channel through the kernel dispatch device `/dev/qfabricN`.
-pub type McuKernel = McuChannel<Device>;
+pub type McuKernel = McuChannel<KernelDevice>;
 
 impl<T: McuTransport> McuChannel<T> {
     pub fn new(transport: T, timeout: Duration) -> Self {
@@ -320,11 +320,7 @@ impl McuRpmsg {
 impl McuKernel {
     /// Opens `path`, or the first `/dev/qfabricN`.
     pub fn open(path: Option<&Path>, timeout: Duration) -> Result<Self> {
-        let device = match path {
-            Some(path) => Device::open(path)?,
-            None => Device::find()?,
-        };
-        Ok(Self::new(device, timeout))
+        Ok(Self::new(KernelDevice::open(path)?, timeout))
     }
 }
 
@@ -418,15 +414,65 @@ impl Drop for RpmsgChar {
     }
 }
 
-/// The kernel device as a transport: the kernel matches the reply to this caller.
-impl McuTransport for Device {
+/// The kernel device as a transport: the kernel matches the reply to this caller. When the
+/// channel went away (the MCU crashed or stopped), the call fails and the next one opens the
+/// device again, which the kernel creates anew once the MCU announces its channel again; the
+/// failed request is not repeated (the crashed MCU may have run it).
+pub struct KernelDevice {
+    /// The device asked for; `None`: the first `/dev/qfabricN`.
+    path: Option<PathBuf>,
+    /// `None` after the channel went away.
+    device: Option<Device>,
+}
+
+impl KernelDevice {
+    pub fn open(path: Option<&Path>) -> Result<Self> {
+        let mut kernel = KernelDevice {
+            path: path.map(Path::to_owned),
+            device: None,
+        };
+        kernel.device()?;
+        Ok(kernel)
+    }
+
+    /// The open device, opened again if the channel went away.
+    fn device(&mut self) -> Result<&Device> {
+        if self.device.is_none() {
+            let device = match &self.path {
+                Some(path) => Device::open(path)?,
+                None => Device::find()?,
+            };
+            self.device = Some(device);
+        }
+        self.device.as_ref().context("the kernel device is closed")
+    }
+
+    /// Keeps the device unless `result` says its channel went away.
+    fn check<T>(&mut self, result: Result<T, DevError>) -> Result<T> {
+        if let Err(error) = &result {
+            if channel_gone(error) {
+                self.device = None;
+            }
+        }
+        Ok(result?)
+    }
+}
+
+/// Whether `error` means the channel behind the open device is gone for good (`ENODEV`, or end
+/// of file on `read`).
+pub fn channel_gone(error: &DevError) -> bool {
+    matches!(error, DevError::Closed { .. }) || error.errno() == Some(nix::errno::Errno::ENODEV)
+}
+
+impl McuTransport for KernelDevice {
     fn round_trip(
         &mut self,
         request: &[u8],
         response: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
     ) -> Result<usize> {
-        Ok(self.invoke_into(request, response, timeout)?.len)
+        let result = self.device()?.invoke_into(request, response, timeout);
+        Ok(self.check(result)?.len)
     }
 
     fn receive(
@@ -434,7 +480,8 @@ impl McuTransport for Device {
         buf: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
     ) -> Result<Option<usize>> {
-        Ok(self.recv_unsolicited(buf, timeout)?)
+        let result = self.device()?.recv_unsolicited(buf, timeout);
+        self.check(result)
     }
 }
 
@@ -549,6 +596,37 @@ mod tests {
         assert_eq!(channel.receive(&mut buf, Duration::ZERO).unwrap(), Some(6));
         assert_eq!(&buf[..6], b"result");
         assert_eq!(channel.receive(&mut buf, Duration::ZERO).unwrap(), None);
+    }
+
+    #[test]
+    fn only_a_vanished_channel_makes_the_device_open_again() {
+        let path = PathBuf::from("/dev/qfabric0");
+        let kernel = |errno| DevError::Kernel {
+            path: path.clone(),
+            op: "invoke",
+            errno,
+            meaning: "",
+        };
+        assert!(channel_gone(&kernel(nix::errno::Errno::ENODEV)));
+        assert!(channel_gone(&DevError::Closed { path: path.clone() }));
+        for errno in [
+            nix::errno::Errno::ETIMEDOUT,
+            nix::errno::Errno::EBUSY,
+            nix::errno::Errno::EINTR,
+        ] {
+            assert!(!channel_gone(&kernel(errno)), "{errno}");
+        }
+        // A closed transport opens its device again on the next call, naming it if it cannot.
+        let missing = std::env::temp_dir().join(format!("qfabric-gone-{}", std::process::id()));
+        let mut transport = KernelDevice {
+            path: Some(missing.clone()),
+            device: None,
+        };
+        let mut response = [0u8; MAX_FRAME_LEN];
+        let error = transport
+            .round_trip(&[0; 36], &mut response, Duration::from_secs(1))
+            .unwrap_err();
+        assert!(format!("{error:#}").contains(&*missing.to_string_lossy()));
     }
 
     #[test]
