@@ -47,7 +47,7 @@ impl Mirror {
             replay: Replay::new(),
             epoch,
             next_invocation: first,
-            rng: Rng(0x9e37_79b9_7f4a_7c15 ^ epoch as u64 ^ (first - 1).rotate_left(17)),
+            rng: Rng(0x9e37_79b9_7f4a_7c15 ^ epoch as u64 ^ first.wrapping_sub(1).rotate_left(17)),
         }
     }
 
