@@ -104,7 +104,7 @@ nix::ioctl_read!(qf_ioc_stats, IOC_TYPE, 0x41, QfStats);
 pub enum DevError {
     #[error("no /dev/qfabricN under {}: is the module qfabric_rpmsg loaded (modprobe qfabric_rpmsg), and has the MCU announced its `qfabric` rpmsg channel?", dir.display())]
     NoDevice { dir: PathBuf },
-    #[error("opening {}: {error}", path.display())]
+    #[error("opening {}: {error}{}", path.display(), missing_hint(error))]
     Open {
         path: PathBuf,
         error: std::io::Error,
@@ -126,6 +126,16 @@ pub enum DevError {
     },
     #[error("{}: the channel went away (the MCU crashed or stopped, or qfabric_rpmsg is unloading): end of file", path.display())]
     Closed { path: PathBuf },
+}
+
+/// What a missing device node usually means.
+fn missing_hint(error: &std::io::Error) -> &'static str {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            " (is the module qfabric_rpmsg loaded, and has the MCU announced its `qfabric` channel?)"
+        }
+        _ => "",
+    }
 }
 
 impl DevError {
@@ -517,6 +527,10 @@ mod tests {
         let missing = dir.path().join("qfabric0");
         let error = Device::open(&missing).unwrap_err();
         assert!(error.to_string().contains("qfabric0"), "{error}");
+        assert!(
+            error.to_string().contains("qfabric_rpmsg loaded"),
+            "{error}"
+        );
         assert_eq!(error.errno(), Some(Errno::ENOENT));
         std::fs::write(&missing, b"").unwrap();
         let error = Device::open(&missing).unwrap_err();
