@@ -19,7 +19,8 @@
 //! caller = "ordinary"           # or "fifo" (caller and executor at SCHED_FIFO 50)
 //! # executor = "/usr/local/bin/qf-executor"
 //! # mcu_socket = "/run/qfabric/mcu.sock"   # the MCU on a Unix socket (the emulator), or
-//! # mcu_rpmsg = true                        # on the board, through Linux's rpmsg_char
+//! # mcu_rpmsg = true                        # on the board, through Linux's rpmsg_char, or
+//! # mcu_dev = "/dev/qfabric0"               # through the kernel dispatch device (qfabric_rpmsg)
 //! [workloads]                   # chain task name -> declared task (default: the same name)
 //! stage1 = "fir_x64"
 //! [contract]                    # any ContractConfig field; defaults are the paper's
@@ -36,7 +37,7 @@ use crate::replay::{DecisionRecord, ReplayInputs};
 use crate::router::Router;
 use crate::rt::{set_scheduling, CallerPolicy};
 use crate::workload::{encode_request, outcome_ok, random_request, task_by_name};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use qf_abi::MAX_FRAME_LEN;
 use qf_tasks::Task;
@@ -65,6 +66,7 @@ pub struct DaemonConfig {
     pub mcu_socket: Option<PathBuf>,
     #[serde(default)]
     pub mcu_rpmsg: bool,
+    pub mcu_dev: Option<PathBuf>,
     #[serde(default)]
     pub workloads: BTreeMap<String, String>,
     #[serde(default)]
@@ -79,6 +81,16 @@ fn default_caller() -> CallerPolicy {
 }
 
 impl DaemonConfig {
+    /// The MCU endpoint the configuration names, if any (naming two is an error).
+    pub fn mcu_endpoint(&self) -> Result<Option<McuEndpoint>> {
+        McuEndpoint::choose(
+            self.mcu_socket.as_deref(),
+            self.mcu_rpmsg,
+            self.mcu_dev.as_deref().map(Some),
+            ["`mcu_socket`", "`mcu_rpmsg`", "`mcu_dev`"],
+        )
+    }
+
     /// Reads a configuration; relative paths are taken from the file's directory.
     pub fn load(path: &Path) -> Result<DaemonConfig> {
         let text =
@@ -97,12 +109,10 @@ impl DaemonConfig {
         config.profile.as_mut().map(resolve);
         config.executor.as_mut().map(resolve);
         config.mcu_socket.as_mut().map(resolve);
-        if config.mcu_socket.is_some() && config.mcu_rpmsg {
-            bail!(
-                "configuration {}: `mcu_socket` and `mcu_rpmsg` both name the MCU endpoint; keep one",
-                path.display()
-            );
-        }
+        config.mcu_dev.as_mut().map(resolve);
+        config
+            .mcu_endpoint()
+            .with_context(|| format!("configuration {}", path.display()))?;
         config
             .contract
             .validate()
@@ -248,7 +258,7 @@ impl Daemon {
         let program = executor_path(config.executor.as_deref())?;
         let linux: Box<dyn Domain> =
             Box::new(LinuxExecutor::spawn(&program, config.caller.scheduling())?);
-        let endpoint = McuEndpoint::from_flags(config.mcu_socket.as_deref(), config.mcu_rpmsg);
+        let endpoint = config.mcu_endpoint()?;
         let mcu: Option<Box<dyn Domain>> = match endpoint.map(|e| e.open(Duration::from_secs(5))) {
             Some(Ok(domain)) => Some(domain),
             Some(Err(error)) => {

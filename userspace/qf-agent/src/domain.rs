@@ -5,11 +5,15 @@
 //!   call), optionally at SCHED_FIFO 50;
 //! * [`McuSocket`]: an MCU endpoint on a Unix stream socket speaking the same frames;
 //! * [`McuRpmsg`]: the MCU's `qfabric` rpmsg channel through Linux's `rpmsg_char`, one frame per
-//!   message, dispatched by the kernel (the QFabric paper's Section VIII-A: no userspace relay).
+//!   message, dispatched by the kernel (the QFabric paper's Section VIII-A: no userspace relay);
+//! * [`McuKernel`]: the same channel through the kernel dispatch device `/dev/qfabricN`
+//!   (module `qfabric_rpmsg`), which matches each reply to its caller itself.
 //!
-//! The first two use the framing of [`crate::wire`].
+//! The first two use the framing of [`crate::wire`]; the last two are one [`McuChannel`] over
+//! two [`McuTransport`]s.
 
 use crate::model::DomainId;
+use crate::qfabric_dev::{DevError, Device};
 use crate::rpmsg_char::Endpoint;
 use crate::rt::{set_scheduling, Scheduling};
 use crate::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
@@ -167,17 +171,37 @@ pub enum McuEndpoint {
     Socket(PathBuf),
     /// Linux's `rpmsg_char`, on the board itself.
     Rpmsg,
+    /// The kernel dispatch device (`None`: the first `/dev/qfabricN`).
+    Kernel(Option<PathBuf>),
 }
 
 impl McuEndpoint {
-    /// The endpoint the command-line flags `--mcu-socket PATH` / `--mcu-rpmsg` name, if any
-    /// (clap keeps them exclusive).
-    pub fn from_flags(socket: Option<&Path>, rpmsg: bool) -> Option<McuEndpoint> {
-        match (socket, rpmsg) {
-            (Some(path), _) => Some(McuEndpoint::Socket(path.to_owned())),
-            (None, true) => Some(McuEndpoint::Rpmsg),
-            (None, false) => None,
+    /// The one endpoint named by a socket path, the rpmsg switch or a kernel device (present
+    /// with or without a path), if any. `names` spell the three as the user wrote them (flags
+    /// or configuration keys): naming two or more is an error that names them.
+    pub fn choose(
+        socket: Option<&Path>,
+        rpmsg: bool,
+        kernel: Option<Option<&Path>>,
+        names: [&str; 3],
+    ) -> Result<Option<McuEndpoint>> {
+        let named: Vec<&str> = [socket.is_some(), rpmsg, kernel.is_some()]
+            .iter()
+            .zip(names)
+            .filter_map(|(&given, name)| given.then_some(name))
+            .collect();
+        if named.len() > 1 {
+            bail!(
+                "{} both name the MCU endpoint; keep one",
+                named.join(" and ")
+            );
         }
+        Ok(match (socket, rpmsg, kernel) {
+            (Some(path), _, _) => Some(McuEndpoint::Socket(path.to_owned())),
+            (_, true, _) => Some(McuEndpoint::Rpmsg),
+            (_, _, Some(path)) => Some(McuEndpoint::Kernel(path.map(Path::to_owned))),
+            _ => None,
+        })
     }
 
     /// Connects; every reply is awaited at most `timeout`.
@@ -185,6 +209,7 @@ impl McuEndpoint {
         Ok(match self {
             McuEndpoint::Socket(path) => Box::new(McuSocket::connect(path, timeout)?),
             McuEndpoint::Rpmsg => Box::new(McuRpmsg::open(timeout)?),
+            McuEndpoint::Kernel(path) => Box::new(McuKernel::open(path.as_deref(), timeout)?),
         })
     }
 }
@@ -200,7 +225,7 @@ pub fn open_domain(
     Ok(match domain {
         DomainId::Linux => Box::new(LinuxExecutor::spawn(executor, scheduling)?),
         DomainId::Mcu => mcu
-            .context("the mcu domain needs an MCU endpoint (--mcu-socket PATH or --mcu-rpmsg)")?
+            .context("the mcu domain needs an MCU endpoint (--mcu-socket PATH, --mcu-rpmsg or --mcu-dev [PATH])")?
             .open(Duration::from_secs(5))?,
     })
 }
@@ -237,41 +262,118 @@ impl Domain for McuSocket {
     }
 }
 
-/// The MCU's `qfabric` channel through Linux's `rpmsg_char` (on the board, or in the virtual
-/// board's guest). Frames other than the awaited reply (e.g. a resident chain's results, which
-/// go to the endpoint that last wrote) are skipped; ABI v1 carries no compute time, so
-/// [`Invocation::compute`] is `None` and the residual is not decomposed.
-pub struct McuRpmsg {
-    /// `None` only while dropping (destroying the endpoint consumes it).
-    endpoint: Option<Endpoint>,
+/// How an MCU channel on the board carries a request to its reply, and brings the frames the
+/// MCU sends unasked (a resident chain's results, which go to the endpoint that last wrote).
+pub trait McuTransport: Send {
+    /// Sends `request` and puts its reply in `response`, waiting at most `timeout`; returns the
+    /// reply's length.
+    fn round_trip(
+        &mut self,
+        request: &[u8],
+        response: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<usize>;
+
+    /// The next frame the MCU sent unasked, waiting at most `timeout`; `None` if none came.
+    fn receive(
+        &mut self,
+        buf: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<Option<usize>>;
+}
+
+/// The MCU's `qfabric` channel (on the board, or in the virtual board's guest) over a
+/// [`McuTransport`]. ABI v1 carries no compute time, so [`Invocation::compute`] is `None` and the
+/// residual is not decomposed.
+pub struct McuChannel<T> {
+    transport: T,
     timeout: Duration,
+}
+
+/// The channel through Linux's `rpmsg_char`.
+pub type McuRpmsg = McuChannel<RpmsgChar>;
+/// The channel through the kernel dispatch device `/dev/qfabricN`.
+pub type McuKernel = McuChannel<KernelDevice>;
+
+impl<T: McuTransport> McuChannel<T> {
+    pub fn new(transport: T, timeout: Duration) -> Self {
+        Self { transport, timeout }
+    }
+
+    /// The next frame the MCU sent unasked (see [`McuTransport::receive`]).
+    pub fn receive(
+        &mut self,
+        buf: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<Option<usize>> {
+        self.transport.receive(buf, timeout)
+    }
 }
 
 impl McuRpmsg {
     /// Creates a fresh endpoint to the channel.
     pub fn open(timeout: Duration) -> Result<Self> {
+        Ok(Self::new(RpmsgChar::open()?, timeout))
+    }
+}
+
+impl McuKernel {
+    /// Opens `path`, or the first `/dev/qfabricN`.
+    pub fn open(path: Option<&Path>, timeout: Duration) -> Result<Self> {
+        Ok(Self::new(KernelDevice::open(path)?, timeout))
+    }
+}
+
+impl<T: McuTransport> Domain for McuChannel<T> {
+    fn id(&self) -> DomainId {
+        DomainId::Mcu
+    }
+
+    fn invoke(&mut self, request: &[u8]) -> Result<Invocation> {
+        let mut response = [0u8; MAX_FRAME_LEN];
+        let start = Instant::now();
+        let len = self
+            .transport
+            .round_trip(request, &mut response, self.timeout)?;
+        Ok(Invocation {
+            response,
+            len,
+            latency: start.elapsed(),
+            compute: None,
+        })
+    }
+}
+
+/// An `rpmsg_char` endpoint as a transport: the reply is the next message carrying the
+/// request's invocation id; other messages before it (a resident chain's results) are skipped.
+pub struct RpmsgChar {
+    /// `None` only while dropping (destroying the endpoint consumes it).
+    endpoint: Option<Endpoint>,
+}
+
+impl RpmsgChar {
+    /// Creates a fresh endpoint to the channel.
+    pub fn open() -> Result<Self> {
         Ok(Self {
             endpoint: Some(Endpoint::open_qfabric()?),
-            timeout,
         })
     }
 
-    /// The endpoint itself, to read frames nobody asked for (a resident chain's results).
-    pub fn endpoint_mut(&mut self) -> Result<&mut Endpoint> {
+    fn endpoint(&mut self) -> Result<&mut Endpoint> {
         self.endpoint
             .as_mut()
             .context("the rpmsg endpoint is closing")
     }
 }
 
-impl Domain for McuRpmsg {
-    fn id(&self) -> DomainId {
-        DomainId::Mcu
-    }
-
-    fn invoke(&mut self, request: &[u8]) -> Result<Invocation> {
-        let timeout = self.timeout;
-        let endpoint = self.endpoint_mut()?;
+impl McuTransport for RpmsgChar {
+    fn round_trip(
+        &mut self,
+        request: &[u8],
+        response: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<usize> {
+        let endpoint = self.endpoint()?;
         let awaited = qf_abi::decode_frame(request)
             .map(|frame| frame.header.invocation_id)
             .ok();
@@ -279,33 +381,259 @@ impl Domain for McuRpmsg {
         endpoint
             .send(request)
             .with_context(|| format!("sending a request on {}", endpoint.path.display()))?;
-        let mut response = [0u8; MAX_FRAME_LEN];
         loop {
             let left = timeout.saturating_sub(start.elapsed());
-            let len = endpoint.recv(&mut response, left)?;
+            let len = endpoint.recv(response, left)?;
             let id = qf_abi::decode_frame(&response[..len])
                 .map(|frame| frame.header.invocation_id)
                 .ok();
             // A request too broken to carry an id gets the first reply (the MCU answers in
             // order); otherwise the reply carries the request's id.
             if awaited.is_none() || id == awaited {
-                return Ok(Invocation {
-                    response,
-                    len,
-                    latency: start.elapsed(),
-                    compute: None,
-                });
+                return Ok(len);
             }
         }
     }
+
+    fn receive(
+        &mut self,
+        buf: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<Option<usize>> {
+        self.endpoint()?.try_recv(buf, timeout)
+    }
 }
 
-impl Drop for McuRpmsg {
+impl Drop for RpmsgChar {
     fn drop(&mut self) {
         if let Some(endpoint) = self.endpoint.take() {
             if let Err(error) = endpoint.destroy() {
                 eprintln!("qf: closing the rpmsg endpoint: {error:#}");
             }
         }
+    }
+}
+
+/// The kernel device as a transport: the kernel matches the reply to this caller. When the
+/// channel went away (the MCU crashed or stopped), the call fails and the next one opens the
+/// device again, which the kernel creates anew once the MCU announces its channel again; the
+/// failed request is not repeated (the crashed MCU may have run it).
+pub struct KernelDevice {
+    /// The device asked for; `None`: the first `/dev/qfabricN`.
+    path: Option<PathBuf>,
+    /// `None` after the channel went away.
+    device: Option<Device>,
+}
+
+impl KernelDevice {
+    pub fn open(path: Option<&Path>) -> Result<Self> {
+        let mut kernel = KernelDevice {
+            path: path.map(Path::to_owned),
+            device: None,
+        };
+        kernel.device()?;
+        Ok(kernel)
+    }
+
+    /// The open device, opened again if the channel went away.
+    fn device(&mut self) -> Result<&Device> {
+        if self.device.is_none() {
+            let device = match &self.path {
+                Some(path) => Device::open(path)?,
+                None => Device::find()?,
+            };
+            self.device = Some(device);
+        }
+        self.device.as_ref().context("the kernel device is closed")
+    }
+
+    /// Keeps the device unless `result` says its channel went away.
+    fn check<T>(&mut self, result: Result<T, DevError>) -> Result<T> {
+        if let Err(error) = &result {
+            if channel_gone(error) {
+                self.device = None;
+            }
+        }
+        Ok(result?)
+    }
+}
+
+/// Whether `error` means the channel behind the open device is gone for good (`ENODEV`, or end
+/// of file on `read`).
+pub fn channel_gone(error: &DevError) -> bool {
+    matches!(error, DevError::Closed { .. }) || error.errno() == Some(nix::errno::Errno::ENODEV)
+}
+
+impl McuTransport for KernelDevice {
+    fn round_trip(
+        &mut self,
+        request: &[u8],
+        response: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<usize> {
+        let result = self.device()?.invoke_into(request, response, timeout);
+        Ok(self.check(result)?.len)
+    }
+
+    fn receive(
+        &mut self,
+        buf: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<Option<usize>> {
+        let result = self.device()?.recv_unsolicited(buf, timeout);
+        self.check(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    const NAMES: [&str; 3] = ["--mcu-socket", "--mcu-rpmsg", "--mcu-dev"];
+
+    #[test]
+    fn one_mcu_endpoint_is_chosen_and_two_are_refused_by_name() {
+        let socket = Path::new("mcu.sock");
+        let dev = Path::new("/dev/qfabric1");
+        let choose = |s, r, k| McuEndpoint::choose(s, r, k, NAMES);
+        assert_eq!(choose(None, false, None).unwrap(), None);
+        assert_eq!(
+            choose(Some(socket), false, None).unwrap(),
+            Some(McuEndpoint::Socket(socket.to_owned()))
+        );
+        assert_eq!(choose(None, true, None).unwrap(), Some(McuEndpoint::Rpmsg));
+        assert_eq!(
+            choose(None, false, Some(None)).unwrap(),
+            Some(McuEndpoint::Kernel(None))
+        );
+        assert_eq!(
+            choose(None, false, Some(Some(dev))).unwrap(),
+            Some(McuEndpoint::Kernel(Some(dev.to_owned())))
+        );
+        for (s, r, k, named) in [
+            (
+                Some(socket),
+                true,
+                None,
+                "--mcu-socket and --mcu-rpmsg both",
+            ),
+            (
+                Some(socket),
+                false,
+                Some(None),
+                "--mcu-socket and --mcu-dev both",
+            ),
+            (
+                None,
+                true,
+                Some(Some(dev)),
+                "--mcu-rpmsg and --mcu-dev both",
+            ),
+            (
+                Some(socket),
+                true,
+                Some(None),
+                "--mcu-socket and --mcu-rpmsg and --mcu-dev",
+            ),
+        ] {
+            let error = choose(s, r, k).unwrap_err().to_string();
+            assert!(error.contains(named), "{error}");
+        }
+    }
+
+    /// A transport that serves requests here with the dispatcher and holds a queue of frames
+    /// "sent unasked".
+    struct LocalDispatcher {
+        replay: qf_tasks::Replay,
+        unasked: VecDeque<Vec<u8>>,
+    }
+
+    impl McuTransport for LocalDispatcher {
+        fn round_trip(
+            &mut self,
+            request: &[u8],
+            response: &mut [u8; MAX_FRAME_LEN],
+            _timeout: Duration,
+        ) -> Result<usize> {
+            let served = qf_tasks::serve(request, response, &|| 0u64, &mut self.replay)
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            Ok(served.len)
+        }
+
+        fn receive(
+            &mut self,
+            buf: &mut [u8; MAX_FRAME_LEN],
+            _timeout: Duration,
+        ) -> Result<Option<usize>> {
+            Ok(self.unasked.pop_front().map(|frame| {
+                buf[..frame.len()].copy_from_slice(&frame);
+                frame.len()
+            }))
+        }
+    }
+
+    #[test]
+    fn an_mcu_channel_returns_the_reply_without_a_compute_time_and_passes_unasked_frames() {
+        let mut channel = McuChannel::new(
+            LocalDispatcher {
+                replay: qf_tasks::Replay::new(),
+                unasked: VecDeque::from([b"result".to_vec()]),
+            },
+            Duration::from_secs(1),
+        );
+        assert_eq!(channel.id(), DomainId::Mcu);
+        let request = crate::workload::random_request(qf_tasks::Task::Add, 5);
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        let len = crate::workload::encode_request(qf_tasks::Task::Add, &request, 9, 0, &mut frame)
+            .unwrap();
+        let invocation = channel.invoke(&frame[..len]).unwrap();
+        assert_eq!(invocation.compute, None);
+        assert!(
+            crate::workload::outcome_ok(qf_tasks::Task::Add, &request, invocation.frame()).unwrap()
+        );
+        let mut buf = [0u8; MAX_FRAME_LEN];
+        assert_eq!(channel.receive(&mut buf, Duration::ZERO).unwrap(), Some(6));
+        assert_eq!(&buf[..6], b"result");
+        assert_eq!(channel.receive(&mut buf, Duration::ZERO).unwrap(), None);
+    }
+
+    #[test]
+    fn only_a_vanished_channel_makes_the_device_open_again() {
+        let path = PathBuf::from("/dev/qfabric0");
+        let kernel = |errno| DevError::Kernel {
+            path: path.clone(),
+            op: "invoke",
+            errno,
+            meaning: "",
+        };
+        assert!(channel_gone(&kernel(nix::errno::Errno::ENODEV)));
+        assert!(channel_gone(&DevError::Closed { path: path.clone() }));
+        for errno in [
+            nix::errno::Errno::ETIMEDOUT,
+            nix::errno::Errno::EBUSY,
+            nix::errno::Errno::EINTR,
+        ] {
+            assert!(!channel_gone(&kernel(errno)), "{errno}");
+        }
+        // A closed transport opens its device again on the next call, naming it if it cannot.
+        let missing = std::env::temp_dir().join(format!("qfabric-gone-{}", std::process::id()));
+        let mut transport = KernelDevice {
+            path: Some(missing.clone()),
+            device: None,
+        };
+        let mut response = [0u8; MAX_FRAME_LEN];
+        let error = transport
+            .round_trip(&[0; 36], &mut response, Duration::from_secs(1))
+            .unwrap_err();
+        assert!(format!("{error:#}").contains(&*missing.to_string_lossy()));
+    }
+
+    #[test]
+    fn a_kernel_endpoint_that_is_missing_is_named() {
+        let missing = std::env::temp_dir().join(format!("qfabric-none-{}", std::process::id()));
+        let endpoint = McuEndpoint::Kernel(Some(missing.clone()));
+        let error = format!("{:#}", endpoint.open(Duration::from_secs(1)).err().unwrap());
+        assert!(error.contains(&*missing.to_string_lossy()), "{error}");
     }
 }

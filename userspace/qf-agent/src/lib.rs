@@ -8,7 +8,8 @@
 //!   (raw observations, [`workload`]'s independent reference checks), [`journal`]
 //!   (hash-chained, fsync'd decision log).
 //! * Execution: [`domain`] (the `Domain` trait, the persistent Linux executor of [`executor`],
-//!   the MCU endpoint on a Unix socket or through Linux's rpmsg_char, [`rpmsg_char`]), [`wire`]
+//!   the MCU endpoint on a Unix socket, through Linux's rpmsg_char ([`rpmsg_char`]) or through
+//!   the kernel dispatch device `/dev/qfabricN` ([`qfabric_dev`])), [`wire`]
 //!   (the stream framing: a u16 big-endian length prefix, one frame, and on replies an optional
 //!   8-byte compute trailer), [`rt`] (caller policies), [`load`] (idle / CPU / RT-contention
 //!   generators).
@@ -20,8 +21,8 @@
 //! * Front ends: [`cli`] (`qf run|profile|replay|evaluate|report|status`) and [`daemon`]
 //!   (`qfabricd`).
 //!
-//! The only `unsafe` is in [`rt`] (two libc scheduler calls), [`rpmsg_char`] (two ioctls) and
-//! the counting allocator of the decision-cost bench.
+//! The only `unsafe` is in [`rt`] (two libc scheduler calls), [`rpmsg_char`] (two ioctls),
+//! [`qfabric_dev`] (two ioctls and a poll) and the counting allocator of the decision-cost bench.
 #![deny(unsafe_code)]
 
 pub mod admission;
@@ -39,6 +40,7 @@ pub mod journal;
 pub mod load;
 pub mod model;
 pub mod profile;
+pub mod qfabric_dev;
 pub mod replay;
 pub mod report;
 pub mod resident;

@@ -13,7 +13,7 @@
 //!
 //! Writes `OUT/resident/<load>/<caller>/observations.csv`.
 
-use crate::domain::{Domain, McuRpmsg};
+use crate::domain::{Domain, McuChannel, McuEndpoint, McuKernel, McuRpmsg, McuTransport};
 use crate::load::Load;
 use crate::rt::{set_scheduling, CallerPolicy, Scheduling};
 use crate::stats::percentile;
@@ -102,6 +102,8 @@ pub struct ResidentSummary {
 #[derive(Debug, Clone)]
 pub struct ObserveSpec {
     pub chain: ChainRequest,
+    /// Where the results arrive: [`McuEndpoint::Rpmsg`] or [`McuEndpoint::Kernel`].
+    pub endpoint: McuEndpoint,
     pub period: Duration,
     pub loads: Vec<Load>,
     pub callers: Vec<CallerPolicy>,
@@ -193,27 +195,49 @@ impl ObserveSpec {
         Ok(summaries)
     }
 
-    /// Binds a fresh endpoint (one ordinary request, so the MCU learns its address), then keeps
-    /// `samples` results after `warmup`.
+    /// Opens the channel afresh and observes one cell on it.
     fn observe_cell(&self) -> Result<Vec<Arrival>> {
         let timeout = (self.period * 3).max(Duration::from_secs(5));
+        match &self.endpoint {
+            McuEndpoint::Rpmsg => self.observe_on(McuRpmsg::open(timeout)?, timeout),
+            McuEndpoint::Kernel(path) => {
+                self.observe_on(McuKernel::open(path.as_deref(), timeout)?, timeout)
+            }
+            McuEndpoint::Socket(path) => bail!(
+                "the MCU endpoint {} is a socket, which carries only replies: resident results need --mcu-rpmsg or --mcu-dev",
+                path.display()
+            ),
+        }
+    }
+
+    /// Binds the channel (one ordinary request, so the MCU sends its results to us), drops what
+    /// was queued before, then keeps `samples` results after `warmup`.
+    fn observe_on<T: McuTransport>(
+        &self,
+        mut mcu: McuChannel<T>,
+        timeout: Duration,
+    ) -> Result<Vec<Arrival>> {
         let request = self.chain.request;
-        let mut bind = McuRpmsg::open(timeout)?;
         let mut frame = [0u8; MAX_FRAME_LEN];
         let len = encode_request(Task::Add, &random_request(Task::Add, 0), 1, 0, &mut frame)?;
-        bind.invoke(&frame[..len])
+        mcu.invoke(&frame[..len])
             .context("binding the endpoint with one request")?;
-        let endpoint = bind.endpoint_mut()?;
+        // The kernel device keeps up to 32 unread results across opens: older than this cell.
+        let mut response = [0u8; MAX_FRAME_LEN];
+        while mcu.receive(&mut response, Duration::ZERO)?.is_some() {}
         let first = self.chain.first_invocation;
         let mut arrivals = Vec::with_capacity(self.samples);
         let mut previous = None;
         let mut start = None;
-        let mut response = [0u8; MAX_FRAME_LEN];
         let mut seen = 0usize;
         while arrivals.len() < self.samples {
-            let len = endpoint
-                .recv(&mut response, timeout)
-                .with_context(|| format!("waiting for chain result {}", seen + 1))?;
+            let len = mcu.receive(&mut response, timeout)?.with_context(|| {
+                format!(
+                    "waiting for chain result {}: none within {} ms",
+                    seen + 1,
+                    timeout.as_millis()
+                )
+            })?;
             let at = Instant::now();
             let frame = &response[..len];
             let id = decode_frame(frame)

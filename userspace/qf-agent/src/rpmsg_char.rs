@@ -103,8 +103,14 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Receives one message, waiting at most `timeout`.
+    /// Receives one message, waiting at most `timeout`; no message in time is an error.
     pub fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize> {
+        self.try_recv(buf, timeout)?
+            .with_context(|| format!("no reply within {} ms", timeout.as_millis()))
+    }
+
+    /// Receives one message, waiting at most `timeout`; `None` if none came.
+    pub fn try_recv(&mut self, buf: &mut [u8], timeout: Duration) -> Result<Option<usize>> {
         let mut pfd = libc::pollfd {
             fd: self.file.as_raw_fd(),
             events: libc::POLLIN,
@@ -120,10 +126,11 @@ impl Endpoint {
             );
         }
         if rc == 0 {
-            bail!("no reply within {} ms", timeout.as_millis());
+            return Ok(None);
         }
         self.file
             .read(buf)
+            .map(Some)
             .with_context(|| format!("read {}", self.path.display()))
     }
 

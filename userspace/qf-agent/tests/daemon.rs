@@ -152,5 +152,28 @@ fn a_configuration_naming_two_mcu_endpoints_is_refused_by_name() {
         format!("{error:#}").contains("`mcu_socket` and `mcu_rpmsg` both"),
         "{error:#}"
     );
+    // The kernel dispatch device is the third way, alone or refused by name.
+    std::fs::write(&path, format!("{base}mcu_dev = \"/dev/qfabric0\"\n")).unwrap();
+    let config = qf_agent::daemon::DaemonConfig::load(&path).unwrap();
+    assert_eq!(
+        config.mcu_endpoint().unwrap(),
+        Some(qf_agent::domain::McuEndpoint::Kernel(Some(
+            "/dev/qfabric0".into()
+        )))
+    );
+    for (other, named) in [
+        ("mcu_socket = \"m.sock\"", "`mcu_socket` and `mcu_dev` both"),
+        ("mcu_rpmsg = true", "`mcu_rpmsg` and `mcu_dev` both"),
+    ] {
+        std::fs::write(
+            &path,
+            format!("{base}{other}\nmcu_dev = \"/dev/qfabric0\"\n"),
+        )
+        .unwrap();
+        let error = qf_agent::daemon::DaemonConfig::load(&path).unwrap_err();
+        let message = format!("{error:#}");
+        assert!(message.contains(named), "{message}");
+        assert!(message.contains("qfabricd.toml"), "{message}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -4,7 +4,7 @@
 use qf_abi::MAX_FRAME_LEN;
 use qf_agent::cli::profile::ProfileArgs;
 use qf_agent::cli::run::RunArgs;
-use qf_agent::cli::ConditionArgs;
+use qf_agent::cli::{ConditionArgs, McuArgs};
 use qf_agent::domain::{Domain, LinuxExecutor, McuSocket};
 use qf_agent::load::Load;
 use qf_agent::model::DomainId;
@@ -81,8 +81,7 @@ fn qf_run_prints_result_timings_and_the_reference_check() {
         request: r#"{"a": 2, "b": 40}"#.into(),
         domain: DomainId::Linux,
         caller: CallerPolicy::Ordinary,
-        mcu_socket: None,
-        mcu_rpmsg: false,
+        mcu: McuArgs::default(),
         executor: Some(executor()),
     };
     let value = args.execute().unwrap();
@@ -99,7 +98,58 @@ fn qf_run_prints_result_timings_and_the_reference_check() {
         domain: DomainId::Mcu,
         ..args
     };
-    assert!(format!("{:#}", mcu.execute().unwrap_err()).contains("--mcu-socket"));
+    assert!(format!("{:#}", mcu.clone().execute().unwrap_err()).contains("--mcu-dev [PATH]"));
+    let missing = std::env::temp_dir().join(format!("qfabric-run-{}", std::process::id()));
+    let kernel = RunArgs {
+        mcu: McuArgs {
+            mcu_dev: Some(Some(missing.clone())),
+            ..McuArgs::default()
+        },
+        ..mcu
+    };
+    let error = format!("{:#}", kernel.execute().unwrap_err());
+    assert!(error.contains(&*missing.to_string_lossy()), "{error}");
+}
+
+/// `qf run` and `qf profile` take `--mcu-dev` with or without a path, after the positionals.
+#[test]
+fn the_kernel_device_flag_parses_in_run_and_profile() {
+    use clap::Parser;
+    #[derive(Debug, Parser)]
+    enum Qf {
+        Run(RunArgs),
+        Profile(ProfileArgs),
+    }
+    let run = |args: &[&str]| match Qf::try_parse_from(args) {
+        Ok(Qf::Run(run)) => Ok(run.mcu.endpoint().unwrap()),
+        Ok(other) => panic!("{other:?}"),
+        Err(error) => Err(error.to_string()),
+    };
+    let kernel = |path: Option<&str>| {
+        Ok(Some(qf_agent::domain::McuEndpoint::Kernel(
+            path.map(PathBuf::from),
+        )))
+    };
+    assert_eq!(
+        run(&["qf", "run", "add", "{}", "--domain", "mcu", "--mcu-dev"]),
+        kernel(None)
+    );
+    assert_eq!(
+        run(&["qf", "run", "--mcu-dev=/dev/qfabric2", "add", "{}"]),
+        kernel(Some("/dev/qfabric2"))
+    );
+    let both = run(&["qf", "run", "add", "{}", "--mcu-rpmsg", "--mcu-dev"]).unwrap_err();
+    assert!(
+        both.contains("--mcu-rpmsg") && both.contains("--mcu-dev"),
+        "{both}"
+    );
+    match Qf::try_parse_from(["qf", "profile", "--out", "o", "--mcu-dev", "/dev/qfabric0"]) {
+        Ok(Qf::Profile(profile)) => assert_eq!(
+            profile.mcu.endpoint().unwrap(),
+            kernel(Some("/dev/qfabric0")).unwrap()
+        ),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -116,8 +166,7 @@ fn a_short_profile_keeps_raw_observations_and_writes_traces() {
         warmup: 10,
         samples: 60,
         min_samples: 50,
-        mcu_socket: None,
-        mcu_rpmsg: false,
+        mcu: McuArgs::default(),
         executor: Some(executor()),
         seed: 3,
         quiet: true,

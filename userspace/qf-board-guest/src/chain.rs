@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use qf_abi::{decode_frame, encode_frame, Header, MessageKind, MAX_FRAME_LEN};
 use qf_tasks::{Crc32Request, Task};
 
-use crate::stats::Spread;
+use crate::stats::{Spread, NOT_BOARD_TIMINGS};
 use crate::traffic::{exchange_skipping, Mirror, REPLY_TIMEOUT};
 use qf_agent::rpmsg_char::Endpoint;
 
@@ -185,7 +185,7 @@ pub fn chain(ep: &mut Endpoint, count: u64, period: Duration, epoch: u32) -> Res
         None => "no two consecutive ids: no interval measured".to_string(),
     };
     println!(
-        "chain: {count} crc32 results identical to qf_tasks::serve (ids {first:#x}..={last:#x}, epoch {epoch}), {} ids skipped, {early} before the bind reply; period {period_us} us: {timing} (QEMU TCG guest + emulator process on the host: not board timings)",
+        "chain: {count} crc32 results identical to qf_tasks::serve (ids {first:#x}..={last:#x}, epoch {epoch}), {} ids skipped, {early} before the bind reply; period {period_us} us: {timing} {NOT_BOARD_TIMINGS}",
         checker.gaps
     );
     Ok(())

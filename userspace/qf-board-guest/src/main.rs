@@ -5,20 +5,34 @@
 //! locally on the request, so a reply is right only if it is byte-for-byte what the MCU's code
 //! must answer.
 //!
+//! The `dev-*` commands do the same through the kernel dispatch device `/dev/qfabricN`
+//! (module `qfabric_rpmsg`, `docs/qfabric-dev.md`) and check its error contract.
+//!
 //! Usage: `qf-board-guest frames|sizes|latency [--count N] [--epoch E]`,
 //! `qf-board-guest chain-template [--epoch E]` (prints the resident chain's template request in
 //! hex, for the emulator's `chain start`), `qf-board-guest chain --period-us P [--count N]
-//! [--epoch E]` (checks the chain's results). Prints one summary line and exits 0 on success,
-//! 1 on the first failure (with the frame that failed).
+//! [--epoch E]` (checks the chain's results),
+//! `qf-board-guest dev-frames|dev-latency [--count N] [--epoch E] [--dev PATH]`,
+//! `qf-board-guest dev-concurrent [--threads T] [--count N] [--epoch E] [--dev PATH]`,
+//! `qf-board-guest dev-abuse [--epoch E] [--dev PATH]` (PATH defaults to /dev/qfabric0).
+//! Prints one summary line and exits 0 on success, 1 on the first failure (with the frame that
+//! failed).
 
+mod abuse;
 mod chain;
+mod dev;
+mod races;
 mod stats;
 mod traffic;
 
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use qf_agent::qfabric_dev::{Device, MAX_WAITERS};
 use qf_agent::rpmsg_char::Endpoint;
+
+/// The device the `dev-*` commands use unless `--dev` names another.
+const DEFAULT_DEVICE: &str = "/dev/qfabric0";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -64,6 +78,15 @@ impl<'a> Flags<'a> {
         Ok(value)
     }
 
+    /// The flag's value as given, `default` when absent.
+    fn text(&self, name: &str, default: &'a str) -> &'a str {
+        self.0
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map_or(default, |&(_, text)| text)
+    }
+
     fn epoch(&self) -> Result<u32> {
         let epoch = self.number("--epoch", Some(1), 0)?;
         u32::try_from(epoch).map_err(|_| anyhow::anyhow!("--epoch {epoch}: must fit 32 bits"))
@@ -77,7 +100,10 @@ fn run(args: &[String]) -> Result<()> {
         "frames" | "latency" => &["--count", "--epoch"],
         "sizes" | "chain-template" => &["--epoch"],
         "chain" => &["--count", "--period-us", "--epoch"],
-        other => bail!("unknown command '{other}' (frames, sizes, latency, chain-template, chain)"),
+        "dev-frames" | "dev-latency" => &["--count", "--epoch", "--dev"],
+        "dev-concurrent" => &["--threads", "--count", "--epoch", "--dev"],
+        "dev-abuse" => &["--epoch", "--dev"],
+        other => bail!("unknown command '{other}' (frames, sizes, latency, chain-template, chain, dev-frames, dev-concurrent, dev-abuse, dev-latency)"),
     };
     let flags = Flags::parse(command, rest, known)?;
     let epoch = flags.epoch()?;
@@ -86,6 +112,9 @@ fn run(args: &[String]) -> Result<()> {
         return Ok(());
     }
     let count = flags.number("--count", Some(10_000), 1)?;
+    if let Some(command) = command.strip_prefix("dev-") {
+        return run_device(command, &flags, count, epoch);
+    }
     let period = match command {
         "chain" => Some(Duration::from_micros(flags.number(
             "--period-us",
@@ -96,7 +125,9 @@ fn run(args: &[String]) -> Result<()> {
     };
     let mut ep = Endpoint::open_qfabric()?;
     let result = match (command, period) {
-        ("frames", _) => traffic::frames(&mut ep, count, epoch),
+        ("frames", _) => traffic::frames(count, epoch, "frames", "", |mirror, request, what| {
+            traffic::exchange(&mut ep, mirror, request, what)
+        }),
         ("sizes", _) => traffic::sizes(&mut ep, epoch),
         ("latency", _) => traffic::latency(&mut ep, count, epoch),
         (_, Some(period)) => chain::chain(&mut ep, count, period, epoch),
@@ -104,6 +135,27 @@ fn run(args: &[String]) -> Result<()> {
     };
     let closed = ep.destroy();
     result.and(closed)
+}
+
+/// The `dev-*` commands, on the device `--dev` names.
+fn run_device(command: &str, flags: &Flags, count: u64, epoch: u32) -> Result<()> {
+    let threads = flags.number("--threads", Some(4), 1)?;
+    if threads > MAX_WAITERS as u64 {
+        bail!("--threads {threads}: at most {MAX_WAITERS} callers may wait on one channel");
+    }
+    let device = Device::open(flags.text("--dev", DEFAULT_DEVICE))?;
+    match command {
+        "frames" => {
+            let via = format!(", {}", device.path().display());
+            traffic::frames(count, epoch, "dev-frames", &via, |mirror, request, what| {
+                Ok(dev::exchange(&device, mirror, request, what)?.latency)
+            })
+        }
+        "concurrent" => dev::concurrent(&device, threads, count, epoch),
+        "abuse" => abuse::abuse(&device, epoch),
+        "latency" => dev::latency(&device, count, epoch),
+        other => bail!("unknown command 'dev-{other}'"),
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +180,37 @@ mod tests {
         assert!(error(&["g", "chain", "--period-us", "0"]).contains("--period-us 0"));
         assert!(error(&["g", "chain", "--count", "0", "--period-us", "10"]).contains("--count 0"));
         assert!(error(&["g", "chaos"]).contains("unknown command 'chaos'"));
+    }
+
+    #[test]
+    fn device_commands_check_their_flags_before_opening_the_device() {
+        assert!(error(&["g", "dev-frames", "--count", "0"]).contains("--count 0"));
+        assert!(error(&["g", "dev-latency", "--count", "many"]).contains("--count many"));
+        assert!(error(&["g", "dev-concurrent", "--threads", "0"]).contains("--threads 0"));
+        let too_many = error(&["g", "dev-concurrent", "--threads", "33"]);
+        assert!(too_many.contains("--threads 33: at most 32"), "{too_many}");
+        assert!(error(&["g", "dev-abuse", "--count", "5"]).contains("unknown argument '--count'"));
+        assert!(error(&["g", "dev-frames", "--threads", "2"]).contains("'--threads'"));
+        assert!(error(&["g", "dev-concurrent", "--dev"]).contains("--dev needs a value"));
+    }
+
+    #[test]
+    fn device_commands_name_the_device_they_cannot_open() {
+        let missing = std::env::temp_dir().join(format!("qfabric-missing-{}", std::process::id()));
+        let path = missing.to_string_lossy().into_owned();
+        for command in ["dev-frames", "dev-concurrent", "dev-abuse", "dev-latency"] {
+            let message = error(&["g", command, "--dev", &path]);
+            assert!(message.contains(&path), "{command}: {message}");
+        }
+    }
+
+    #[test]
+    fn the_device_defaults_to_qfabric0_and_dev_names_another() {
+        let rest = args(&["--dev", "/dev/qfabric3"]);
+        let flags = Flags::parse("dev-frames", &rest, &["--dev"]).unwrap();
+        assert_eq!(flags.text("--dev", DEFAULT_DEVICE), "/dev/qfabric3");
+        let flags = Flags::parse("dev-frames", &[], &["--dev"]).unwrap();
+        assert_eq!(flags.text("--dev", DEFAULT_DEVICE), "/dev/qfabric0");
     }
 
     #[test]

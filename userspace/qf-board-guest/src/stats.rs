@@ -5,6 +5,24 @@ use std::time::Duration;
 
 use qf_agent::stats::percentile;
 
+/// Where the guest's timings come from, said with every one printed.
+pub const NOT_BOARD_TIMINGS: &str =
+    "(QEMU TCG guest + emulator process on the host: not board timings)";
+
+/// "p50 .. us, p95 .. us, p99 .. us, max .. us" of round trips; an error when none was measured.
+pub fn round_trip_percentiles(samples: &[Duration]) -> anyhow::Result<String> {
+    let pct = |q: f64| {
+        percentile_us(samples, q).ok_or_else(|| anyhow::anyhow!("--count 0: nothing measured"))
+    };
+    Ok(format!(
+        "p50 {:.0} us, p95 {:.0} us, p99 {:.0} us, max {:.0} us",
+        pct(0.5)?,
+        pct(0.95)?,
+        pct(0.99)?,
+        pct(1.0)?
+    ))
+}
+
 /// Percentile `q` (0..=1) of `samples` (any order) in microseconds; `None` when empty.
 pub fn percentile_us(samples: &[Duration], q: f64) -> Option<f64> {
     let micros: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
@@ -54,6 +72,13 @@ mod tests {
         assert!((percentile_us(&samples, 0.5).unwrap() - 50.5).abs() < 1e-9);
         assert!((percentile_us(&samples, 0.99).unwrap() - 99.01).abs() < 1e-9);
         assert_eq!(percentile_us(&samples, 1.0), Some(100.0));
+    }
+
+    #[test]
+    fn round_trips_print_four_percentiles_and_none_is_an_error() {
+        let line = round_trip_percentiles(&us(&(1..=100).collect::<Vec<_>>())).unwrap();
+        assert_eq!(line, "p50 50 us, p95 95 us, p99 99 us, max 100 us");
+        assert!(round_trip_percentiles(&[]).is_err());
     }
 
     #[test]

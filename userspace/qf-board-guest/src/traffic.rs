@@ -9,17 +9,17 @@ use anyhow::{bail, Context, Result};
 use qf_abi::{encode_frame, encode_frame_raw, Header, HEADER_LEN, MAX_FRAME_LEN};
 use qf_tasks::{serve, AddRequest, Crc32Request, FirRequest, Replay, Task};
 
-use crate::stats::percentile_us;
+use crate::stats::{round_trip_percentiles, NOT_BOARD_TIMINGS};
 use qf_agent::rpmsg_char::Endpoint;
 
 /// Largest rpmsg payload with Linux 6.12's 512-byte buffers (512 - 16-byte rpmsg header).
 pub const RPMSG_MAX_PAYLOAD: usize = 496;
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// xorshift64*: reproducible request contents without a dependency.
-struct Rng(u64);
+/// xorshift64*: reproducible request contents without a dependency (seed: any nonzero value).
+pub struct Rng(pub u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -37,11 +37,17 @@ pub struct Mirror {
 
 impl Mirror {
     pub fn new(epoch: u32) -> Mirror {
+        Mirror::starting_at(epoch, 1)
+    }
+
+    /// A mirror whose requests carry the invocation ids `first, first + 1, ...` and inputs of
+    /// their own (so callers sharing one channel never share an id or a reply).
+    pub fn starting_at(epoch: u32, first: u64) -> Mirror {
         Mirror {
             replay: Replay::new(),
             epoch,
-            next_invocation: 1,
-            rng: Rng(0x9e37_79b9_7f4a_7c15 ^ epoch as u64),
+            next_invocation: first,
+            rng: Rng(0x9e37_79b9_7f4a_7c15 ^ epoch as u64 ^ first.wrapping_sub(1).rotate_left(17)),
         }
     }
 
@@ -90,8 +96,30 @@ impl Mirror {
     }
 }
 
-/// Sends `request` and checks the reply; returns the round-trip time.
-fn exchange(
+/// Carries `request` to the MCU with `round_trip` (which fills the reply, returning its length
+/// and whatever it measured) and checks that the reply is what `qf_tasks::serve` answers.
+pub fn checked<T>(
+    mirror: &mut Mirror,
+    request: &[u8],
+    what: &str,
+    round_trip: impl FnOnce(&[u8], &mut [u8; MAX_FRAME_LEN]) -> Result<(usize, T)>,
+) -> Result<T> {
+    let mut expected = [0u8; MAX_FRAME_LEN];
+    let expected_len = mirror.expect(request, &mut expected)?;
+    let mut reply = [0u8; MAX_FRAME_LEN];
+    let (n, measured) = round_trip(request, &mut reply)?;
+    if reply[..n] != expected[..expected_len] {
+        bail!(
+            "{what}: reply differs from qf_tasks::serve: got {n} bytes {:02x?}, expected {expected_len} bytes {:02x?}",
+            &reply[..n.min(48)],
+            &expected[..expected_len.min(48)]
+        );
+    }
+    Ok(measured)
+}
+
+/// Sends `request` on the rpmsg endpoint and checks the reply; returns the round-trip time.
+pub fn exchange(
     ep: &mut Endpoint,
     mirror: &mut Mirror,
     request: &[u8],
@@ -110,41 +138,40 @@ pub fn exchange_skipping(
     what: &str,
     mut unsolicited: impl FnMut(&[u8]) -> Result<bool>,
 ) -> Result<Duration> {
-    let mut expected = [0u8; MAX_FRAME_LEN];
-    let expected_len = mirror.expect(request, &mut expected)?;
-    let mut reply = [0u8; MAX_FRAME_LEN];
-    let start = Instant::now();
-    ep.send(request)
-        .with_context(|| format!("{what}: send {} bytes", request.len()))?;
-    let n = loop {
-        // Each skipped message restarts the wait: the timeout bounds silence, not the total.
-        let n = ep
-            .recv(&mut reply, REPLY_TIMEOUT)
-            .with_context(|| format!("{what}: reply"))?;
-        if !unsolicited(&reply[..n]).with_context(|| format!("{what}: before the reply"))? {
-            break n;
-        }
-    };
-    let rtt = start.elapsed();
-    if reply[..n] != expected[..expected_len] {
-        bail!(
-            "{what}: reply differs from qf_tasks::serve: got {n} bytes {:02x?}, expected {expected_len} bytes {:02x?}",
-            &reply[..n.min(48)],
-            &expected[..expected_len.min(48)]
-        );
-    }
-    Ok(rtt)
+    checked(mirror, request, what, |request, reply| {
+        let start = Instant::now();
+        ep.send(request)
+            .with_context(|| format!("{what}: send {} bytes", request.len()))?;
+        let n = loop {
+            // Each skipped message restarts the wait: the timeout bounds silence, not the total.
+            let n = ep
+                .recv(reply, REPLY_TIMEOUT)
+                .with_context(|| format!("{what}: reply"))?;
+            if !unsolicited(&reply[..n]).with_context(|| format!("{what}: before the reply"))? {
+                break n;
+            }
+        };
+        Ok((n, start.elapsed()))
+    })
 }
 
-/// `count` valid requests over three tasks, every reply compared with the local dispatcher.
-pub fn frames(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
+/// `count` valid requests over three tasks, every reply compared with the local dispatcher;
+/// `exchange` carries one request and checks its reply (rpmsg_char's [`exchange`], or the
+/// kernel device's). `name` and `via` label the summary line.
+pub fn frames(
+    count: u64,
+    epoch: u32,
+    name: &str,
+    via: &str,
+    mut exchange: impl FnMut(&mut Mirror, &[u8], &str) -> Result<Duration>,
+) -> Result<()> {
     let mut mirror = Mirror::new(epoch);
     let mut request = [0u8; MAX_FRAME_LEN];
     for i in 0..count {
         let len = mirror.request(i, &mut request)?;
-        exchange(ep, &mut mirror, &request[..len], &format!("frame {i}"))?;
+        exchange(&mut mirror, &request[..len], &format!("frame {i}"))?;
     }
-    println!("frames: {count}/{count} replies identical to qf_tasks::serve (add, crc32, fir_x1; epoch {epoch})");
+    println!("{name}: {count}/{count} replies identical to qf_tasks::serve (add, crc32, fir_x1; epoch {epoch}{via})");
     Ok(())
 }
 
@@ -182,27 +209,35 @@ pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
     Ok(())
 }
 
-/// Round trips of a minimal frame (`add`), percentiles of the round-trip time.
-pub fn latency(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
+/// `count` round trips of a minimal frame (`add`) through `exchange` (which checks each reply);
+/// what each call measured, in order.
+pub fn add_calls<T>(
+    count: u64,
+    epoch: u32,
+    mut exchange: impl FnMut(&mut Mirror, &[u8], &str) -> Result<T>,
+) -> Result<Vec<T>> {
     let mut mirror = Mirror::new(epoch);
     let mut request = [0u8; MAX_FRAME_LEN];
-    let mut rtts = Vec::with_capacity(count as usize);
+    let mut measured = Vec::with_capacity(count as usize);
     for i in 0..count {
         let len = mirror.request(0, &mut request)?;
-        rtts.push(exchange(
-            ep,
+        measured.push(exchange(
             &mut mirror,
             &request[..len],
             &format!("call {i}"),
         )?);
     }
-    let pct = |q: f64| percentile_us(&rtts, q).context("--count 0: nothing measured");
+    Ok(measured)
+}
+
+/// Round trips of a minimal frame (`add`), percentiles of the round-trip time.
+pub fn latency(ep: &mut Endpoint, count: u64, epoch: u32) -> Result<()> {
+    let rtts = add_calls(count, epoch, |mirror, request, what| {
+        exchange(ep, mirror, request, what)
+    })?;
     println!(
-        "latency: add round trip over {count} calls: p50 {:.0} us, p95 {:.0} us, p99 {:.0} us, max {:.0} us (QEMU TCG guest + emulator process on the host: not board timings)",
-        pct(0.5)?,
-        pct(0.95)?,
-        pct(0.99)?,
-        pct(1.0)?
+        "latency: add round trip over {count} calls: {} {NOT_BOARD_TIMINGS}",
+        round_trip_percentiles(&rtts)?
     );
     Ok(())
 }

@@ -10,8 +10,38 @@ pub mod run;
 pub mod status;
 
 use crate::contract::ContractConfig;
+use crate::domain::McuEndpoint;
 use crate::load::Load;
 use crate::rt::CallerPolicy;
+use std::path::PathBuf;
+
+/// How the mcu domain is reached, as command-line options (at most one of the three).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct McuArgs {
+    /// MCU endpoint on a Unix socket (e.g. `qf-mcu-emu --unix-socket PATH`).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["mcu_rpmsg", "mcu_dev"])]
+    pub mcu_socket: Option<PathBuf>,
+    /// Reach the MCU through Linux's rpmsg_char (on the board).
+    #[arg(long, conflicts_with = "mcu_dev")]
+    pub mcu_rpmsg: bool,
+    /// Reach the MCU through the kernel dispatch device of the qfabric_rpmsg module (on the
+    /// board); without PATH the first /dev/qfabricN. Give PATH as `--mcu-dev=PATH` when a
+    /// positional argument follows.
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    pub mcu_dev: Option<Option<PathBuf>>,
+}
+
+impl McuArgs {
+    /// The endpoint the flags name, if any.
+    pub fn endpoint(&self) -> anyhow::Result<Option<McuEndpoint>> {
+        McuEndpoint::choose(
+            self.mcu_socket.as_deref(),
+            self.mcu_rpmsg,
+            self.mcu_dev.as_ref().map(Option::as_deref),
+            ["--mcu-socket", "--mcu-rpmsg", "--mcu-dev"],
+        )
+    }
+}
 
 /// The load conditions and caller policies a measurement runs under (the paper's Section VI-B),
 /// as command-line options.
@@ -65,5 +95,66 @@ impl ContractArgs {
         };
         config.validate()?;
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        mcu: McuArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<McuArgs, String> {
+        Flags::try_parse_from(std::iter::once("qf").chain(args.iter().copied()))
+            .map(|flags| flags.mcu)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn mcu_dev_takes_an_optional_path() {
+        let endpoint = |args: &[&str]| parse(args).unwrap().endpoint().unwrap();
+        assert_eq!(endpoint(&[]), None);
+        assert_eq!(endpoint(&["--mcu-dev"]), Some(McuEndpoint::Kernel(None)));
+        let dev = Some(McuEndpoint::Kernel(Some(PathBuf::from("/dev/qfabric1"))));
+        assert_eq!(endpoint(&["--mcu-dev", "/dev/qfabric1"]), dev);
+        assert_eq!(endpoint(&["--mcu-dev=/dev/qfabric1"]), dev);
+        assert_eq!(endpoint(&["--mcu-rpmsg"]), Some(McuEndpoint::Rpmsg));
+    }
+
+    #[test]
+    fn two_mcu_flags_are_refused_naming_both() {
+        for (args, first, second) in [
+            (
+                &["--mcu-socket", "s", "--mcu-dev"][..],
+                "--mcu-socket",
+                "--mcu-dev",
+            ),
+            (
+                &["--mcu-dev", "--mcu-rpmsg"][..],
+                "--mcu-dev",
+                "--mcu-rpmsg",
+            ),
+            (
+                &["--mcu-rpmsg", "--mcu-socket", "s"][..],
+                "--mcu-rpmsg",
+                "--mcu-socket",
+            ),
+        ] {
+            let error = parse(args).unwrap_err();
+            assert!(error.contains(first) && error.contains(second), "{error}");
+        }
+        // Built without clap (as a test or a caller might), the choice still refuses.
+        let both = McuArgs {
+            mcu_socket: Some(PathBuf::from("s")),
+            mcu_rpmsg: false,
+            mcu_dev: Some(None),
+        };
+        let error = both.endpoint().unwrap_err().to_string();
+        assert!(error.contains("--mcu-socket and --mcu-dev both"), "{error}");
     }
 }

@@ -1,7 +1,7 @@
 //! `qf profile`: per task × domain × load × caller, raw observations and traces.
 
-use crate::cli::ConditionArgs;
-use crate::domain::{executor_path, McuEndpoint};
+use crate::cli::{ConditionArgs, McuArgs};
+use crate::domain::executor_path;
 use crate::model::DomainId;
 use crate::profile::{print_summaries, ProfileSpec};
 use crate::workload::task_by_name;
@@ -35,12 +35,8 @@ pub struct ProfileArgs {
     /// Samples an estimate needs to count as valid evidence.
     #[arg(long, default_value_t = 200)]
     pub min_samples: usize,
-    /// MCU endpoint socket (for the mcu domain).
-    #[arg(long, conflicts_with = "mcu_rpmsg")]
-    pub mcu_socket: Option<PathBuf>,
-    /// Reach the mcu domain through Linux's rpmsg_char (on the board).
-    #[arg(long)]
-    pub mcu_rpmsg: bool,
+    #[command(flatten)]
+    pub mcu: McuArgs,
     /// Linux executor binary (default: qf-executor next to this program, or $QF_EXECUTOR).
     #[arg(long)]
     pub executor: Option<PathBuf>,
@@ -67,7 +63,7 @@ impl ProfileArgs {
             samples: self.samples,
             min_samples: self.min_samples,
             executor: executor_path(self.executor.as_deref())?,
-            mcu: McuEndpoint::from_flags(self.mcu_socket.as_deref(), self.mcu_rpmsg),
+            mcu: self.mcu.endpoint()?,
             out: self.out.clone(),
             seed: self.seed,
             progress: !self.quiet,

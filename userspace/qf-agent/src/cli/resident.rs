@@ -2,13 +2,15 @@
 //! its results observed from Linux per load × caller (see [`crate::resident`]).
 
 use crate::cli::ConditionArgs;
+use crate::domain::McuEndpoint;
 use crate::resident::{print_summaries, ChainRequest, ObserveSpec};
 use crate::workload::task_by_name;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A resident chain's request, and its results observed through Linux's rpmsg_char.
+/// A resident chain's request, and its results observed through Linux's rpmsg_char or the
+/// kernel dispatch device.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ResidentArgs {
     #[command(subcommand)]
@@ -71,6 +73,20 @@ pub struct ObserveArgs {
     /// Results kept per cell.
     #[arg(long, default_value_t = 500)]
     pub samples: usize,
+    /// Read the results from the kernel dispatch device of the qfabric_rpmsg module instead of
+    /// an rpmsg_char endpoint; without PATH the first /dev/qfabricN.
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    pub mcu_dev: Option<Option<PathBuf>>,
+}
+
+impl ObserveArgs {
+    /// Where the results are read: the device `--mcu-dev` names, else rpmsg_char.
+    pub fn endpoint(&self) -> McuEndpoint {
+        match &self.mcu_dev {
+            Some(path) => McuEndpoint::Kernel(path.clone()),
+            None => McuEndpoint::Rpmsg,
+        }
+    }
 }
 
 impl ResidentArgs {
@@ -98,6 +114,7 @@ impl ResidentArgs {
                 };
                 let spec = ObserveSpec {
                     chain,
+                    endpoint: args.endpoint(),
                     period: Duration::from_micros(args.period_us),
                     loads: args.conditions.loads.clone(),
                     callers: args.conditions.callers.clone(),
@@ -110,5 +127,36 @@ impl ResidentArgs {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Qf {
+        #[command(flatten)]
+        resident: ResidentArgs,
+    }
+
+    fn observe_endpoint(extra: &[&str]) -> McuEndpoint {
+        let args = ["qf", "observe", "--out", "o", "--period-us", "10000"];
+        let parsed = Qf::try_parse_from(args.iter().chain(extra)).unwrap();
+        match parsed.resident.command {
+            ResidentCommand::Observe(observe) => observe.endpoint(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn results_come_from_rpmsg_char_unless_mcu_dev_names_the_kernel_device() {
+        assert_eq!(observe_endpoint(&[]), McuEndpoint::Rpmsg);
+        assert_eq!(observe_endpoint(&["--mcu-dev"]), McuEndpoint::Kernel(None));
+        assert_eq!(
+            observe_endpoint(&["--mcu-dev", "/dev/qfabric1"]),
+            McuEndpoint::Kernel(Some(PathBuf::from("/dev/qfabric1")))
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `qf run TASK --domain linux|mcu JSON`: one invocation, printed with its result and timings.
 
-use crate::domain::{executor_path, open_domain, McuEndpoint};
+use crate::cli::McuArgs;
+use crate::domain::{executor_path, open_domain};
 use crate::model::DomainId;
 use crate::rt::CallerPolicy;
 use crate::workload::{
@@ -23,12 +24,8 @@ pub struct RunArgs {
     /// Caller (and Linux executor) scheduling policy.
     #[arg(long, value_enum, default_value_t = CallerPolicy::Ordinary)]
     pub caller: CallerPolicy,
-    /// MCU endpoint socket (for --domain mcu).
-    #[arg(long, conflicts_with = "mcu_rpmsg")]
-    pub mcu_socket: Option<PathBuf>,
-    /// Reach the MCU through Linux's rpmsg_char (on the board; for --domain mcu).
-    #[arg(long)]
-    pub mcu_rpmsg: bool,
+    #[command(flatten)]
+    pub mcu: McuArgs,
     /// Linux executor binary (default: qf-executor next to this program, or $QF_EXECUTOR).
     #[arg(long)]
     pub executor: Option<PathBuf>,
@@ -48,7 +45,7 @@ impl RunArgs {
         let mut endpoint = open_domain(
             self.domain,
             &executor_path(self.executor.as_deref())?,
-            McuEndpoint::from_flags(self.mcu_socket.as_deref(), self.mcu_rpmsg).as_ref(),
+            self.mcu.endpoint()?.as_ref(),
             self.caller.scheduling(),
         )?;
         let mut frame = [0u8; MAX_FRAME_LEN];
