@@ -9,10 +9,14 @@ qfg=/bin/qf-board-guest
 # report a crash, the traffic program must notice, and after the host restarts the MCU the
 # driver must re-attach to GENERATION and traffic must flow again.
 crash_and_recover() {
-  name=$1 fault=$2 generation=$3 epoch=$4
+  # `check` sets `name` too: keep ours in `case_name`.
+  case_name=$1 name=$1 fault=$2 generation=$3 epoch=$4
   crashes_before=$(count_dmesg 'crash detected in')
   $qfg frames --count 1000000 --epoch "$epoch" >/tmp/bg.log 2>&1 &
   bg=$!
+  # The same epoch: dev-frames numbers its invocations far above frames', so both are accepted.
+  $qfg dev-frames --count 1000000 --epoch "$epoch" >/tmp/bg-dev.log 2>&1 &
+  bg_dev=$!
   sleep 2
   host "$fault"
   if wait_for 30 sh -c "[ \$(dmesg | grep -c 'crash detected in') -gt $crashes_before ]"; then
@@ -21,15 +25,21 @@ crash_and_recover() {
   wait "$bg"; bg_status=$?
   if [ "$bg_status" -ne 0 ]; then pass "$name-traffic-interrupted" "$(tail -n 1 /tmp/bg.log)"
   else fail "$name-traffic-interrupted" "traffic program did not notice: $(tail -n 1 /tmp/bg.log)"; fi
+  # A caller sleeping in QF_IOC_INVOKE when the channel goes must be woken with an error.
+  wait "$bg_dev"; bg_status=$?
+  if [ "$bg_status" -ne 0 ] && [ ! -e /dev/qfabric0 ]; then pass "$name-qfdev-interrupted" "$(tail -n 1 /tmp/bg-dev.log)"
+  else fail "$name-qfdev-interrupted" "status $bg_status, $(ls /dev/qfabric* 2>&1): $(tail -n 1 /tmp/bg-dev.log)"; fi
   host restart
   if wait_for 120 sh -c "dmesg | grep -q 'attached to MCU generation $generation '" && wait_for 30 attached; then
     pass "$name-recovered" "$(dmesg | grep 'attached to MCU' | tail -n 1)"
   else fail "$name-recovered" "state $(rproc_state); $(dmesg | grep -E 'qfabric|remoteproc' | tail -n 3 | tr '\n' ' ')"; fi
   wait_for 60 channel && wait_for 10 ctrl_dev
   check "$name-traffic-resumes" $qfg frames --count 1000 --epoch $((epoch + 1))
+  wait_for 10 test -c /dev/qfabric0
+  check "$case_name-qfdev-resumes" $qfg dev-frames --count 1000 --epoch $((epoch + 1))
 }
 
-echo "QFTEST PLAN 27"
+echo "QFTEST PLAN 42"
 
 # The MCU is not running yet (crashed before Linux looks): the driver binds, maps, waits.
 host crash
@@ -62,6 +72,38 @@ check chain-results $qfg chain --count 200 --period-us 10000 --epoch 4
 host chain stop
 sleep 1 # the harness polls the console every 200 ms: no result may reach the next endpoint
 
+# The kernel dispatch device (qfabric_rpmsg, docs/qfabric-dev.md): /dev/qfabric0 on the same
+# channel, next to rpmsg_char. Many callers share it; the kernel matches every reply to its caller.
+check qfdev-load insmod /qfabric_rpmsg.ko
+if wait_for 10 test -c /dev/qfabric0; then pass qfdev-node "$(dmesg | grep 'qfabric_rpmsg: /dev/qfabric0' | tail -n 1)"
+else fail qfdev-node "no /dev/qfabric0: $(dmesg | grep qfabric_rpmsg | tail -n 2 | tr '\n' ' ')"; fi
+check qfdev-frames-10000 $qfg dev-frames --count 10000 --epoch 5
+check qfdev-concurrent $qfg dev-concurrent --threads 8 --count 500 --epoch 6
+check qfdev-abuse $qfg dev-abuse --epoch 7
+check qfdev-latency-10000 $qfg dev-latency --count 10000 --epoch 8
+# Garbage from the MCU (a broken or hostile remote): 200 frames that answer nothing, 4 in 5 no
+# QFabric response at all (counted as malformed), 1 in 5 a stray response (queued for read(), 32
+# at most, the rest dropped and counted). Sent to the endpoint that last wrote: /dev/qfabric0's.
+stat_of() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+# Three calls make /dev/qfabric0 the last writer (ids from 1; dev-frames below numbers from 2^40).
+$qfg dev-latency --count 3 --epoch 9 >/dev/null
+before=$($qfg dev-stats)
+host garbage 200
+sleep 2
+after=$($qfg dev-stats)
+malformed=$(( $(stat_of malformed "$after") - $(stat_of malformed "$before") ))
+stray=$(( $(stat_of unsolicited "$after") + $(stat_of unsolicited_dropped "$after") \
+  - $(stat_of unsolicited "$before") - $(stat_of unsolicited_dropped "$before") ))
+if [ "$malformed" -eq 160 ] && [ "$stray" -eq 40 ] && [ "$(stat_of drained "$after")" -eq 32 ]; then
+  pass qfdev-garbage "160 malformed, 40 stray responses (32 read back, 8 dropped); $after"
+else fail qfdev-garbage "malformed +$malformed, stray +$stray; before: $before; after: $after"; fi
+check qfdev-after-garbage $qfg dev-frames --count 1000 --epoch 9
+# An open file pins the module.
+exec 3</dev/qfabric0
+if rmmod qfabric_rpmsg 2>/dev/null; then fail qfdev-busy "unloaded with /dev/qfabric0 open"
+else pass qfdev-busy "rmmod refused while /dev/qfabric0 is open"; fi
+exec 3<&-
+
 # MCU crash in the middle of traffic (state published), then a hang (heartbeat only): two
 # recoveries in one boot.
 crash_and_recover crash crash 3 10
@@ -91,7 +133,12 @@ if wait_for 120 attached && wait_for 60 channel && wait_for 10 ctrl_dev; then
   pass reattach "$(dmesg | grep 'attached to MCU' | tail -n 1)"
 else fail reattach "state $(rproc_state)"; fi
 check traffic-after-reload $qfg frames --count 1000 --epoch 30
+# qfabric_rpmsg stayed loaded through both reloads of the remoteproc driver.
+wait_for 10 test -c /dev/qfabric0
+check qfdev-after-reload $qfg dev-frames --count 1000 --epoch 31
 check final-unload rmmod qfabric_rproc
+if rmmod qfabric_rpmsg && [ ! -e /dev/qfabric0 ]; then pass qfdev-unload "$(dmesg | grep 'qfabric_rpmsg' | tail -n 1)"
+else fail qfdev-unload "$(ls /dev/qfabric* 2>&1)"; fi
 
 echo "QFTEST DONE"
 poweroff -f

@@ -3,8 +3,9 @@
 # scripts/viii-a, which puts the parameters below in front of this file). With the paper's
 # method (`qf profile`: per task x domain x load x caller, warm-up excluded, outputs checked
 # against the reference), it measures:
-#   1. per call: the task in Linux (persistent executor) and on the MCU through rpmsg_char, i.e.
-#      dispatched by the kernel over shared memory, with no userspace relay;
+#   1. per call: the task in Linux (persistent executor) and on the MCU dispatched by the kernel
+#      over shared memory, with no userspace relay: through qfabric_rpmsg's /dev/qfabric0
+#      (DISPATCH=qfabric-dev, which also timestamps each call in the kernel) or rpmsg_char;
 #   2. a resident chain: the MCU releases the task with its own timer and sends only results,
 #      which a Linux thread reads (`qf resident observe`).
 # Raw observations and traces go to the host as QFDATA lines; `qf report` there answers.
@@ -12,16 +13,21 @@ set -u
 . /tests/lib.sh
 : "${SAMPLES:=300}" "${WARMUP:=30}" "${TASKS:=add,crc32,fir_x64}" "${LOADS:=idle,cpu:2,rt:1}"
 : "${CALLERS:=ordinary,fifo}" "${PERIOD_US:=10000}" "${CHAIN_TASK:=crc32}" "${CHAIN_SAMPLES:=300}"
+: "${DISPATCH:=qfabric-dev}"
 campaign=/tmp/campaign
+case "$DISPATCH" in
+  qfabric-dev) mcu_path=--mcu-dev; node_up() { test -c /dev/qfabric0; } ;;
+  *) mcu_path=--mcu-rpmsg; node_up() { ctrl_dev; } ;;
+esac
 
 echo "QFTEST PLAN 4"
-check module-load insmod /qfabric_rproc.ko
-if wait_for 120 attached && wait_for 60 channel && wait_for 10 ctrl_dev; then
-  pass board-up "$(dmesg | grep 'attached to MCU' | tail -n 1)"
+check module-load sh -c 'insmod /qfabric_rproc.ko && insmod /qfabric_rpmsg.ko'
+if wait_for 120 attached && wait_for 60 channel && wait_for 10 node_up; then
+  pass board-up "$(dmesg | grep 'attached to MCU' | tail -n 1); MCU path $mcu_path"
 else fail board-up "state $(rproc_state)"; fi
 
 echo "viii-a: per call: tasks $TASKS, loads $LOADS, callers $CALLERS, $SAMPLES samples after $WARMUP"
-if qf profile --out "$campaign" --domains linux,mcu --mcu-rpmsg --tasks "$TASKS" --loads "$LOADS" \
+if qf profile --out "$campaign" --domains linux,mcu "$mcu_path" --tasks "$TASKS" --loads "$LOADS" \
   --callers "$CALLERS" --warmup "$WARMUP" --samples "$SAMPLES" --min-samples "$SAMPLES" --quiet \
   >/tmp/profile.txt 2>&1; then
   pass per-call "$(($(wc -l </tmp/profile.txt) - 1)) cells"
@@ -33,7 +39,7 @@ done
 
 echo "viii-a: resident chain: $CHAIN_TASK every $PERIOD_US us, $CHAIN_SAMPLES results per cell"
 host chain start "$PERIOD_US" "$(qf resident template --task "$CHAIN_TASK")"
-if qf resident observe --task "$CHAIN_TASK" --period-us "$PERIOD_US" --loads "$LOADS" \
+if qf resident observe "$mcu_path" --task "$CHAIN_TASK" --period-us "$PERIOD_US" --loads "$LOADS" \
   --callers "$CALLERS" --samples "$CHAIN_SAMPLES" --out "$campaign" >/tmp/resident.txt 2>&1; then
   pass resident "$(($(wc -l </tmp/resident.txt) - 1)) cells"
 else fail resident "$(tail -n 3 /tmp/resident.txt | tr '\n' ' ')"; fi

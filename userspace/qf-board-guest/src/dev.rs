@@ -21,6 +21,10 @@ pub fn exchange(device: &Device, mirror: &mut Mirror, request: &[u8], what: &str
     })
 }
 
+/// `dev-frames` numbers its invocations from here, so that it can share an epoch with
+/// rpmsg_char traffic (`frames`, ids from 1): the replay window tracks ids, not order.
+pub const FRAMES_FIRST_ID: u64 = 1 << 40;
+
 /// Invocation ids of caller `index` when each makes `count`: disjoint ranges from 1 on.
 pub fn first_id(index: u64, count: u64) -> u64 {
     1 + index * count
@@ -120,6 +124,30 @@ pub fn latency(device: &Device, count: u64, epoch: u32) -> Result<()> {
         median(|r| r.kernel.sending())?,
         median(|r| r.kernel.remote())?,
         median(|r| r.kernel.waking())?,
+    );
+    Ok(())
+}
+
+/// `dev-stats`: drains the read queue, then prints the channel's counters as `key=value` words
+/// (with `drained=N`), for scripts that compare them before and after an event.
+pub fn stats(device: &Device) -> Result<()> {
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    let mut drained = 0u64;
+    while device.recv_unsolicited(&mut buf, Duration::ZERO)?.is_some() {
+        drained += 1;
+    }
+    let s = device.stats()?;
+    println!(
+        "invokes={} replies={} timeouts={} interrupted={} late_replies={} unsolicited={} unsolicited_dropped={} malformed={} in_flight={} drained={drained}",
+        s.invokes,
+        s.replies,
+        s.timeouts,
+        s.interrupted,
+        s.late_replies,
+        s.unsolicited,
+        s.unsolicited_dropped,
+        s.malformed,
+        s.in_flight
     );
     Ok(())
 }

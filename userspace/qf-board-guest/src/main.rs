@@ -14,7 +14,8 @@
 //! [--epoch E]` (checks the chain's results),
 //! `qf-board-guest dev-frames|dev-latency [--count N] [--epoch E] [--dev PATH]`,
 //! `qf-board-guest dev-concurrent [--threads T] [--count N] [--epoch E] [--dev PATH]`,
-//! `qf-board-guest dev-abuse [--epoch E] [--dev PATH]` (PATH defaults to /dev/qfabric0).
+//! `qf-board-guest dev-abuse [--epoch E] [--dev PATH]`, `qf-board-guest dev-stats [--dev PATH]`
+//! (drains the read queue, prints the counters; PATH defaults to /dev/qfabric0).
 //! Prints one summary line and exits 0 on success, 1 on the first failure (with the frame that
 //! failed).
 
@@ -103,7 +104,8 @@ fn run(args: &[String]) -> Result<()> {
         "dev-frames" | "dev-latency" => &["--count", "--epoch", "--dev"],
         "dev-concurrent" => &["--threads", "--count", "--epoch", "--dev"],
         "dev-abuse" => &["--epoch", "--dev"],
-        other => bail!("unknown command '{other}' (frames, sizes, latency, chain-template, chain, dev-frames, dev-concurrent, dev-abuse, dev-latency)"),
+        "dev-stats" => &["--dev"],
+        other => bail!("unknown command '{other}' (frames, sizes, latency, chain-template, chain, dev-frames, dev-concurrent, dev-abuse, dev-latency, dev-stats)"),
     };
     let flags = Flags::parse(command, rest, known)?;
     let epoch = flags.epoch()?;
@@ -125,7 +127,7 @@ fn run(args: &[String]) -> Result<()> {
     };
     let mut ep = Endpoint::open_qfabric()?;
     let result = match (command, period) {
-        ("frames", _) => traffic::frames(count, epoch, "frames", "", |mirror, request, what| {
+        ("frames", _) => traffic::frames(count, epoch, 1, "frames", "", |mirror, request, what| {
             traffic::exchange(&mut ep, mirror, request, what)
         }),
         ("sizes", _) => traffic::sizes(&mut ep, epoch),
@@ -147,13 +149,19 @@ fn run_device(command: &str, flags: &Flags, count: u64, epoch: u32) -> Result<()
     match command {
         "frames" => {
             let via = format!(", {}", device.path().display());
-            traffic::frames(count, epoch, "dev-frames", &via, |mirror, request, what| {
-                Ok(dev::exchange(&device, mirror, request, what)?.latency)
-            })
+            traffic::frames(
+                count,
+                epoch,
+                dev::FRAMES_FIRST_ID,
+                "dev-frames",
+                &via,
+                |mirror, request, what| Ok(dev::exchange(&device, mirror, request, what)?.latency),
+            )
         }
         "concurrent" => dev::concurrent(&device, threads, count, epoch),
         "abuse" => abuse::abuse(&device, epoch),
         "latency" => dev::latency(&device, count, epoch),
+        "stats" => dev::stats(&device),
         other => bail!("unknown command 'dev-{other}'"),
     }
 }

@@ -155,17 +155,18 @@ pub fn exchange_skipping(
     })
 }
 
-/// `count` valid requests over three tasks, every reply compared with the local dispatcher;
-/// `exchange` carries one request and checks its reply (rpmsg_char's [`exchange`], or the
-/// kernel device's). `name` and `via` label the summary line.
+/// `count` valid requests over three tasks with invocation ids from `first_id`, every reply
+/// compared with the local dispatcher; `exchange` carries one request and checks its reply
+/// (rpmsg_char's [`exchange`], or the kernel device's). `name` and `via` label the summary line.
 pub fn frames(
     count: u64,
     epoch: u32,
+    first_id: u64,
     name: &str,
     via: &str,
     mut exchange: impl FnMut(&mut Mirror, &[u8], &str) -> Result<Duration>,
 ) -> Result<()> {
-    let mut mirror = Mirror::new(epoch);
+    let mut mirror = Mirror::starting_at(epoch, first_id);
     let mut request = [0u8; MAX_FRAME_LEN];
     for i in 0..count {
         let len = mirror.request(i, &mut request)?;
