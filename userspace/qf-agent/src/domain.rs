@@ -13,7 +13,7 @@
 //! two [`McuTransport`]s.
 
 use crate::model::DomainId;
-use crate::qfabric_dev::{DevError, Device};
+use crate::qfabric_dev::{monotonic_ns, DevError, Device, Split};
 use crate::rpmsg_char::Endpoint;
 use crate::rt::{set_scheduling, Scheduling};
 use crate::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
@@ -34,6 +34,8 @@ pub struct Invocation {
     pub latency: Duration,
     /// Compute time the executor reported, if it reports one.
     pub compute: Option<Duration>,
+    /// Where the time went, when the kernel dispatched the call (`/dev/qfabricN`).
+    pub dispatch: Option<Split>,
 }
 
 impl Invocation {
@@ -70,6 +72,7 @@ fn exchange(
         len: frame.len(),
         latency,
         compute: compute_ns.map(Duration::from_nanos),
+        dispatch: None,
     })
 }
 
@@ -266,13 +269,13 @@ impl Domain for McuSocket {
 /// MCU sends unasked (a resident chain's results, which go to the endpoint that last wrote).
 pub trait McuTransport: Send {
     /// Sends `request` and puts its reply in `response`, waiting at most `timeout`; returns the
-    /// reply's length.
+    /// reply's length and, when the transport can tell, where the time went.
     fn round_trip(
         &mut self,
         request: &[u8],
         response: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
-    ) -> Result<usize>;
+    ) -> Result<(usize, Option<Split>)>;
 
     /// The next frame the MCU sent unasked, waiting at most `timeout`; `None` if none came.
     fn receive(
@@ -332,7 +335,7 @@ impl<T: McuTransport> Domain for McuChannel<T> {
     fn invoke(&mut self, request: &[u8]) -> Result<Invocation> {
         let mut response = [0u8; MAX_FRAME_LEN];
         let start = Instant::now();
-        let len = self
+        let (len, dispatch) = self
             .transport
             .round_trip(request, &mut response, self.timeout)?;
         Ok(Invocation {
@@ -340,6 +343,7 @@ impl<T: McuTransport> Domain for McuChannel<T> {
             len,
             latency: start.elapsed(),
             compute: None,
+            dispatch,
         })
     }
 }
@@ -372,7 +376,7 @@ impl McuTransport for RpmsgChar {
         request: &[u8],
         response: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
-    ) -> Result<usize> {
+    ) -> Result<(usize, Option<Split>)> {
         let endpoint = self.endpoint()?;
         let awaited = qf_abi::decode_frame(request)
             .map(|frame| frame.header.invocation_id)
@@ -390,7 +394,7 @@ impl McuTransport for RpmsgChar {
             // A request too broken to carry an id gets the first reply (the MCU answers in
             // order); otherwise the reply carries the request's id.
             if awaited.is_none() || id == awaited {
-                return Ok(len);
+                return Ok((len, None));
             }
         }
     }
@@ -470,9 +474,13 @@ impl McuTransport for KernelDevice {
         request: &[u8],
         response: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
-    ) -> Result<usize> {
-        let result = self.device()?.invoke_into(request, response, timeout);
-        Ok(self.check(result)?.len)
+    ) -> Result<(usize, Option<Split>)> {
+        let device = self.device()?;
+        let start_ns = monotonic_ns();
+        let result = device.invoke_into(request, response, timeout);
+        let end_ns = monotonic_ns();
+        let reply = self.check(result)?;
+        Ok((reply.len, Some(reply.kernel.split(start_ns, end_ns))))
     }
 
     fn receive(
@@ -555,10 +563,10 @@ mod tests {
             request: &[u8],
             response: &mut [u8; MAX_FRAME_LEN],
             _timeout: Duration,
-        ) -> Result<usize> {
+        ) -> Result<(usize, Option<Split>)> {
             let served = qf_tasks::serve(request, response, &|| 0u64, &mut self.replay)
                 .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-            Ok(served.len)
+            Ok((served.len, None))
         }
 
         fn receive(
@@ -589,6 +597,7 @@ mod tests {
             .unwrap();
         let invocation = channel.invoke(&frame[..len]).unwrap();
         assert_eq!(invocation.compute, None);
+        assert_eq!(invocation.dispatch, None);
         assert!(
             crate::workload::outcome_ok(qf_tasks::Task::Add, &request, invocation.frame()).unwrap()
         );

@@ -33,6 +33,7 @@ pub mod contract;
 pub mod controller;
 pub mod daemon;
 pub mod decision_cost;
+pub mod dispatch;
 pub mod domain;
 pub mod evaluate;
 pub mod executor;

@@ -9,6 +9,7 @@
 use crate::domain::{open_domain, Domain, McuEndpoint};
 use crate::load::Load;
 use crate::model::DomainId;
+use crate::qfabric_dev::Split;
 use crate::rt::{set_scheduling, CallerPolicy, Scheduling};
 use crate::stats::percentile;
 use crate::traces::{trace_file_name, Sample, Trace};
@@ -33,6 +34,22 @@ pub struct Observation {
     /// Executor-reported compute; NaN when the endpoint does not report it.
     pub compute_us: f64,
     pub ok: bool,
+    /// Where a kernel-dispatched MCU call's time went ([`crate::qfabric_dev::Split`]), in µs;
+    /// NaN on the other paths and in campaigns recorded before these columns existed.
+    #[serde(default = "not_measured")]
+    pub entry_us: f64,
+    #[serde(default = "not_measured")]
+    pub send_us: f64,
+    #[serde(default = "not_measured")]
+    pub remote_us: f64,
+    #[serde(default = "not_measured")]
+    pub wake_us: f64,
+    #[serde(default = "not_measured")]
+    pub exit_us: f64,
+}
+
+fn not_measured() -> f64 {
+    f64::NAN
 }
 
 /// What to profile.
@@ -91,6 +108,9 @@ fn profile_cell(
             continue;
         }
         let ok = outcome_ok(task, &request, invocation.frame()).unwrap_or(false);
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let segment =
+            |pick: fn(&Split) -> Duration| invocation.dispatch.map_or(f64::NAN, |s| us(pick(&s)));
         kept.push(Observation {
             task: task.name().into(),
             domain: endpoint.id(),
@@ -102,6 +122,11 @@ fn profile_cell(
                 .compute
                 .map_or(f64::NAN, |c| c.as_secs_f64() * 1e6),
             ok,
+            entry_us: segment(|s| s.entry),
+            send_us: segment(|s| s.send),
+            remote_us: segment(|s| s.remote),
+            wake_us: segment(|s| s.wake),
+            exit_us: segment(|s| s.exit),
         });
     }
     Ok(kept)

@@ -199,6 +199,45 @@ impl Timestamps {
     }
 }
 
+/// Where one kernel-dispatched call's time went: the caller's clock around the ioctl and the
+/// kernel's four timestamps, all CLOCK_MONOTONIC, cut into five consecutive segments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Split {
+    /// Caller's clock read → the ioctl entered the driver (system call entry).
+    pub entry: Duration,
+    /// → the frame in the vring and the MCU kicked (the driver's send path).
+    pub send: Duration,
+    /// → the reply matched by the receive callback: transport both ways, the MCU, and the
+    /// scheduling of the thread that runs the callback (on the virtual board, the vring
+    /// interrupt's thread).
+    pub remote: Duration,
+    /// → the caller running again: its wake-up latency.
+    pub wake: Duration,
+    /// → the caller's clock read after the ioctl (copy-out, system call exit).
+    pub exit: Duration,
+}
+
+impl Timestamps {
+    /// The five segments of a call whose caller read the clock at `start_ns` and `end_ns`.
+    pub fn split(&self, start_ns: u64, end_ns: u64) -> Split {
+        let between = |a: u64, b: u64| Duration::from_nanos(b.saturating_sub(a));
+        Split {
+            entry: between(start_ns, self.entered_ns),
+            send: self.sending(),
+            remote: self.remote(),
+            wake: self.waking(),
+            exit: between(self.woken_ns, end_ns),
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds, the kernel timestamps' clock.
+pub fn monotonic_ns() -> u64 {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .expect("CLOCK_MONOTONIC is always readable");
+    now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64
+}
+
 /// What one invocation brought back into the caller's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reply {

@@ -5,7 +5,8 @@
 //! * `traces/<load>/<caller>/<workload>.<domain>.csv` — per-call traces → per-call p95 with
 //!   block-bootstrap CIs (Table IV) and `per_call_p95.svg`;
 //! * `profile/<load>/<caller>/observations.csv` — raw profile observations with compute time →
-//!   the idle decomposition of Eq. 1 (Table V);
+//!   the idle decomposition of Eq. 1 (Table V), and for MCU calls dispatched by `/dev/qfabricN`
+//!   where their time went ([`crate::dispatch`]);
 //! * `evaluate/cells.jsonl` — replay results → chain table (Table VI), ablation (Table VII) and
 //!   `chain_p95.svg`;
 //! * `evaluate/decision_cost.csv` — per-decision wall times → decision cost (RQ5);
@@ -15,6 +16,7 @@
 //! Output goes to `DIR/report/`. Missing inputs leave their table out with a note, never a guess.
 
 use crate::boundary::{boundary_table, resident_table};
+use crate::dispatch::dispatch_table;
 use crate::evaluate::{read_cells, CellResult};
 use crate::model::DomainId;
 use crate::stats::{percentile, Bootstrap};
@@ -111,6 +113,12 @@ pub fn generate(dir: &Path, bootstrap: Bootstrap, progress: bool) -> Result<Vec<
     match boundary_table(&traces_root, bootstrap, &mut inputs)? {
         Some(table) => tables.push(("boundary", table)),
         None => notes.push("no load with both domains measured: no Eq. (1) table".into()),
+    }
+    match dispatch_table(&dir.join("profile"), &mut inputs)? {
+        Some(table) => tables.push(("dispatch", table)),
+        None => notes.push(
+            "no kernel-dispatched MCU calls (qf profile --mcu-dev): no dispatch split table".into(),
+        ),
     }
     match resident_table(&dir.join("resident"), bootstrap, &mut inputs)? {
         Some(table) => tables.push(("resident", table)),
