@@ -10,12 +10,12 @@
 //!   delay percentiles, p99 added over idle, lost results and wrong outputs.
 
 use crate::model::DomainId;
-use crate::report::{ms, Table};
+use crate::report::{ms, read_csv, Table};
 use crate::resident::{summarize, ResultObservation};
 use crate::stats::{percentile, Bootstrap, Estimate};
 use crate::synthetic::{CALLERS, LOADS, WORKLOADS};
 use crate::traces::{trace_file_name, Trace};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// Eq. (1) at p95 with the intervals: the MCU path is better only when its interval lies wholly
@@ -147,7 +147,7 @@ pub fn resident_table(
             if !path.exists() {
                 continue;
             }
-            let rows = read_results(&path)?;
+            let rows: Vec<ResultObservation> = read_csv(&path)?;
             inputs.push(path);
             let delays: Vec<f64> = rows.iter().map(|r| r.delay_us).collect();
             let Some(p95) = bootstrap.percentile_ci(&delays, 0.95) else {
@@ -173,16 +173,6 @@ pub fn resident_table(
         }
     }
     Ok((!table.rows.is_empty()).then_some(table))
-}
-
-fn read_results(path: &Path) -> Result<Vec<ResultObservation>> {
-    let mut reader =
-        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
-    reader
-        .deserialize()
-        .enumerate()
-        .map(|(index, row)| row.with_context(|| format!("{} line {}", path.display(), index + 2)))
-        .collect()
 }
 
 #[cfg(test)]

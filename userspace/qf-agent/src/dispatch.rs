@@ -8,10 +8,10 @@
 
 use crate::model::DomainId;
 use crate::profile::Observation;
-use crate::report::{ms, Table};
+use crate::report::{ms, read_csv, Table};
 use crate::stats::percentile;
 use crate::synthetic::{CALLERS, LOADS};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -31,16 +31,6 @@ impl Segments {
         self.remote.push(o.remote_us);
         self.wake.push(o.wake_us);
     }
-}
-
-fn read_observations(path: &Path) -> Result<Vec<Observation>> {
-    let mut reader =
-        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
-    reader
-        .deserialize()
-        .enumerate()
-        .map(|(index, row)| row.with_context(|| format!("{} line {}", path.display(), index + 2)))
-        .collect()
 }
 
 /// The table, `None` when no campaign cell has kernel-dispatched MCU calls.
@@ -70,7 +60,7 @@ pub fn dispatch_table(profile_root: &Path, inputs: &mut Vec<PathBuf>) -> Result<
                 continue;
             }
             let mut cells: BTreeMap<String, Segments> = BTreeMap::new();
-            for o in read_observations(&path)? {
+            for o in read_csv::<Observation>(&path)? {
                 if o.domain == DomainId::Mcu && o.remote_us.is_finite() {
                     cells.entry(o.task.clone()).or_default().push(&o);
                 }

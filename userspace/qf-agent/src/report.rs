@@ -72,6 +72,17 @@ pub(crate) fn ms(us: f64) -> String {
     format!("{:.3}", us / 1000.0)
 }
 
+/// Every row of a CSV file with a header, each error naming the file and line.
+pub(crate) fn read_csv<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    let mut reader =
+        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
+    reader
+        .deserialize()
+        .enumerate()
+        .map(|(index, row)| row.with_context(|| format!("{} line {}", path.display(), index + 2)))
+        .collect()
+}
+
 /// SHA-256 of a file, hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
