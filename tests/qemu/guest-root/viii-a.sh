@@ -20,6 +20,12 @@ case "$DISPATCH" in
   *) mcu_path=--mcu-rpmsg; node_up() { ctrl_dev; } ;;
 esac
 
+# The raw data travels as QFDATA lines on the serial console, where a kernel message printed
+# meanwhile would land inside a line (seen once: "random: crng init done" in a CSV row). Keep
+# kernel messages off the console while measuring; the ring buffer is printed at the end, so
+# the harness still checks it for BUG/Oops/WARNING.
+dmesg -n 1
+
 echo "QFTEST PLAN 4"
 check module-load sh -c 'insmod /qfabric_rproc.ko && insmod /qfabric_rpmsg.ko'
 if wait_for 120 attached && wait_for 60 channel && wait_for 10 node_up; then
@@ -48,5 +54,6 @@ host chain stop
 cat /tmp/resident.txt
 for f in "$campaign"/resident/*/*/observations.csv; do [ -f "$f" ] && emit "${f#"$campaign"/}" "$f"; done
 
+dmesg
 echo "QFTEST DONE"
 poweroff -f
