@@ -13,10 +13,11 @@ set -u
 . /tests/lib.sh
 : "${SAMPLES:=300}" "${WARMUP:=30}" "${TASKS:=add,crc32,fir_x64}" "${LOADS:=idle,cpu:2,rt:1}"
 : "${CALLERS:=ordinary,fifo}" "${PERIOD_US:=10000}" "${CHAIN_TASK:=crc32}" "${CHAIN_SAMPLES:=300}"
-: "${DISPATCH:=qfabric-dev}"
+: "${DISPATCH:=qfabric-dev}" "${IRQ_FIFO:=}"
 campaign=/tmp/campaign
 case "$DISPATCH" in
   qfabric-dev) mcu_path=--mcu-dev; node_up() { test -c /dev/qfabric0; } ;;
+  # `qf resident observe` reads through rpmsg_char unless told --mcu-dev.
   *) mcu_path=--mcu-rpmsg; node_up() { ctrl_dev; } ;;
 esac
 
@@ -26,11 +27,13 @@ esac
 # the harness still checks it for BUG/Oops/WARNING.
 dmesg -n 1
 
-echo "QFTEST PLAN 4"
+echo "QFTEST PLAN $([ -n "$IRQ_FIFO" ] && echo 5 || echo 4)"
 check module-load sh -c 'insmod /qfabric_rproc.ko && insmod /qfabric_rpmsg.ko'
 if wait_for 120 attached && wait_for 60 channel && wait_for 10 node_up; then
   pass board-up "$(dmesg | grep 'attached to MCU' | tail -n 1); MCU path $mcu_path"
 else fail board-up "state $(rproc_state)"; fi
+# The rpmsg receive path runs in the vring interrupt's thread (SCHED_FIFO 50 by default).
+[ -n "$IRQ_FIFO" ] && check irq-fifo qf-board-guest irq-fifo --name qfabric-vring --priority "$IRQ_FIFO"
 
 echo "viii-a: per call: tasks $TASKS, loads $LOADS, callers $CALLERS, $SAMPLES samples after $WARMUP"
 if qf profile --out "$campaign" --domains linux,mcu "$mcu_path" --tasks "$TASKS" --loads "$LOADS" \
@@ -45,7 +48,10 @@ done
 
 echo "viii-a: resident chain: $CHAIN_TASK every $PERIOD_US us, $CHAIN_SAMPLES results per cell"
 host chain start "$PERIOD_US" "$(qf resident template --task "$CHAIN_TASK")"
-if qf resident observe "$mcu_path" --task "$CHAIN_TASK" --period-us "$PERIOD_US" --loads "$LOADS" \
+observe_path=""
+[ "$mcu_path" = --mcu-dev ] && observe_path=--mcu-dev
+# shellcheck disable=SC2086 # empty or one flag
+if qf resident observe $observe_path --task "$CHAIN_TASK" --period-us "$PERIOD_US" --loads "$LOADS" \
   --callers "$CALLERS" --samples "$CHAIN_SAMPLES" --out "$campaign" >/tmp/resident.txt 2>&1; then
   pass resident "$(($(wc -l </tmp/resident.txt) - 1)) cells"
 else fail resident "$(tail -n 3 /tmp/resident.txt | tr '\n' ' ')"; fi

@@ -15,13 +15,15 @@
 //! `qf-board-guest dev-frames|dev-latency [--count N] [--epoch E] [--dev PATH]`,
 //! `qf-board-guest dev-concurrent [--threads T] [--count N] [--epoch E] [--dev PATH]`,
 //! `qf-board-guest dev-abuse [--epoch E] [--dev PATH]`, `qf-board-guest dev-stats [--dev PATH]`
-//! (drains the read queue, prints the counters; PATH defaults to /dev/qfabric0).
+//! (drains the read queue, prints the counters; PATH defaults to /dev/qfabric0),
+//! `qf-board-guest irq-fifo --name NAME --priority P` (threaded interrupt NAME at SCHED_FIFO P).
 //! Prints one summary line and exits 0 on success, 1 on the first failure (with the frame that
 //! failed).
 
 mod abuse;
 mod chain;
 mod dev;
+mod irq;
 mod races;
 mod stats;
 mod traffic;
@@ -105,13 +107,21 @@ fn run(args: &[String]) -> Result<()> {
         "dev-concurrent" => &["--threads", "--count", "--epoch", "--dev"],
         "dev-abuse" => &["--epoch", "--dev"],
         "dev-stats" => &["--dev"],
-        other => bail!("unknown command '{other}' (frames, sizes, latency, chain-template, chain, dev-frames, dev-concurrent, dev-abuse, dev-latency, dev-stats)"),
+        "irq-fifo" => &["--name", "--priority"],
+        other => bail!("unknown command '{other}' (frames, sizes, latency, chain-template, chain, dev-frames, dev-concurrent, dev-abuse, dev-latency, dev-stats, irq-fifo)"),
     };
     let flags = Flags::parse(command, rest, known)?;
     let epoch = flags.epoch()?;
     if command == "chain-template" {
         println!("{}", chain::template_hex(epoch)?);
         return Ok(());
+    }
+    if command == "irq-fifo" {
+        let name = flags.text("--name", "");
+        if name.is_empty() {
+            bail!("--name is required (the interrupt's name, e.g. qfabric-vring)");
+        }
+        return irq::set_fifo(name, flags.number("--priority", None, 1)?);
     }
     let count = flags.number("--count", Some(10_000), 1)?;
     if let Some(command) = command.strip_prefix("dev-") {
