@@ -12,8 +12,9 @@
 use crate::model::DomainId;
 use crate::report::{ms, read_csv, Table};
 use crate::resident::{summarize, ResultObservation};
+use crate::rt::CallerPolicy;
 use crate::stats::{percentile, Bootstrap, Estimate};
-use crate::synthetic::{CALLERS, LOADS, WORKLOADS};
+use crate::synthetic::{LOADS, WORKLOADS};
 use crate::traces::{trace_file_name, Trace};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -80,7 +81,7 @@ pub fn boundary_table(
             "wrong linux/mcu",
         ],
     );
-    for caller in CALLERS {
+    for caller in CallerPolicy::ALL.map(CallerPolicy::as_str) {
         for workload in WORKLOADS {
             let mut idle_p99 = [None; 2];
             for load in LOADS {
@@ -140,7 +141,7 @@ pub fn resident_table(
             "p99 added",
         ],
     );
-    for caller in CALLERS {
+    for caller in CallerPolicy::ALL.map(CallerPolicy::as_str) {
         let mut idle_p99 = None;
         for load in LOADS {
             let path = root.join(load).join(caller).join("observations.csv");

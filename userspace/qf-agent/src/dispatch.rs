@@ -9,8 +9,9 @@
 use crate::model::DomainId;
 use crate::profile::Observation;
 use crate::report::{ms, read_csv, Table};
+use crate::rt::CallerPolicy;
 use crate::stats::percentile;
-use crate::synthetic::{CALLERS, LOADS};
+use crate::synthetic::LOADS;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,7 +51,7 @@ pub fn dispatch_table(profile_root: &Path, inputs: &mut Vec<PathBuf>) -> Result<
             "wake p99",
         ],
     );
-    for caller in CALLERS {
+    for caller in CallerPolicy::ALL.map(CallerPolicy::as_str) {
         for load in LOADS {
             let path = profile_root
                 .join(load)

@@ -5,23 +5,36 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The paper's caller policies (Section VI-B).
+/// The paper's caller policies (Section VI-B), and one above its RT load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum CallerPolicy {
     /// SCHED_OTHER, default niceness.
     Ordinary,
-    /// Caller and Linux executor at SCHED_FIFO priority 50.
+    /// Caller and Linux executor at SCHED_FIFO priority 50 (below the `rt` load's worker).
     Fifo,
+    /// Caller and Linux executor at SCHED_FIFO priority 90, above the `rt` load's worker (80):
+    /// not in the paper; Section VIII-A's question of whether priority alone removes the tail.
+    #[serde(rename = "fifo-high")]
+    #[value(name = "fifo-high")]
+    FifoHigh,
 }
 
 impl CallerPolicy {
     pub const FIFO_PRIORITY: i32 = 50;
+    pub const FIFO_HIGH_PRIORITY: i32 = 90;
+    /// Every policy, in the order tables list them.
+    pub const ALL: [CallerPolicy; 3] = [
+        CallerPolicy::Ordinary,
+        CallerPolicy::Fifo,
+        CallerPolicy::FifoHigh,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             CallerPolicy::Ordinary => "ordinary",
             CallerPolicy::Fifo => "fifo",
+            CallerPolicy::FifoHigh => "fifo-high",
         }
     }
 
@@ -30,9 +43,13 @@ impl CallerPolicy {
         match self {
             CallerPolicy::Ordinary => Scheduling::Other,
             CallerPolicy::Fifo => Scheduling::Fifo(Self::FIFO_PRIORITY),
+            CallerPolicy::FifoHigh => Scheduling::Fifo(Self::FIFO_HIGH_PRIORITY),
         }
     }
 }
+
+// `fifo-high` must stay above the `rt` load's worker (SCHED_FIFO 80, `crate::load`).
+const _: () = assert!(CallerPolicy::FIFO_HIGH_PRIORITY > 80);
 
 /// A Linux scheduling class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +123,28 @@ pub fn current_scheduling() -> (i32, i32) {
 
 #[cfg(test)]
 mod tests {
+    use clap::ValueEnum;
+
+    #[test]
+    fn every_caller_policy_has_one_name_on_the_command_line_in_files_and_in_tables() {
+        for policy in CallerPolicy::ALL {
+            let name = policy.as_str();
+            assert_eq!(CallerPolicy::from_str(name, false), Ok(policy));
+            assert_eq!(
+                serde_json::to_string(&policy).unwrap(),
+                format!("\"{name}\"")
+            );
+            assert_eq!(
+                serde_json::from_str::<CallerPolicy>(&format!("\"{name}\"")).unwrap(),
+                policy
+            );
+        }
+        assert_eq!(
+            CallerPolicy::FifoHigh.scheduling(),
+            Scheduling::Fifo(CallerPolicy::FIFO_HIGH_PRIORITY)
+        );
+    }
+
     use super::*;
 
     #[test]
