@@ -48,8 +48,8 @@ impl CallerPolicy {
     }
 }
 
-// `fifo-high` must stay above the `rt` load's worker (SCHED_FIFO 80, `crate::load`).
-const _: () = assert!(CallerPolicy::FIFO_HIGH_PRIORITY > 80);
+// `fifo-high` must stay above the `rt` load's worker.
+const _: () = assert!(CallerPolicy::FIFO_HIGH_PRIORITY > crate::load::RT_PRIORITY);
 
 /// A Linux scheduling class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
