@@ -8,15 +8,9 @@
 //! The `dev-*` commands do the same through the kernel dispatch device `/dev/qfabricN`
 //! (module `qfabric_rpmsg`, `docs/qfabric-dev.md`) and check its error contract.
 //!
-//! Usage: `qf-board-guest frames|sizes|latency [--count N] [--epoch E]`,
-//! `qf-board-guest chain-template [--epoch E]` (prints the resident chain's template request in
-//! hex, for the emulator's `chain start`), `qf-board-guest chain --period-us P [--count N]
-//! [--epoch E]` (checks the chain's results),
-//! `qf-board-guest dev-frames|dev-latency [--count N] [--epoch E] [--dev PATH]`,
-//! `qf-board-guest dev-concurrent [--threads T] [--count N] [--epoch E] [--dev PATH]`,
-//! `qf-board-guest dev-abuse [--epoch E] [--dev PATH]`, `qf-board-guest dev-stats [--dev PATH]`
-//! (drains the read queue, prints the counters; PATH defaults to /dev/qfabric0),
-//! `qf-board-guest irq-fifo --name NAME --priority P` (threaded interrupt NAME at SCHED_FIFO P).
+//! Commands (`qf-board-guest --help`, clap): `frames`, `sizes`, `latency`, `chain-template`,
+//! `chain` (rpmsg_char); `dev-frames`, `dev-concurrent`, `dev-abuse`, `dev-latency`, `dev-stats`
+//! (`--dev PATH`, default /dev/qfabric0); `irq-fifo --name NAME --priority P`.
 //! Prints one summary line and exits 0 on success, 1 on the first failure (with the frame that
 //! failed).
 
@@ -28,9 +22,11 @@ mod races;
 mod stats;
 mod traffic;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
 use qf_agent::qfabric_dev::{Device, MAX_WAITERS};
 use qf_agent::rpmsg_char::Endpoint;
 
@@ -45,135 +41,201 @@ fn main() {
     }
 }
 
-/// The `--name value` pairs after the command; anything else is an error naming it.
-struct Flags<'a>(Vec<(&'a str, &'a str)>);
+#[derive(Debug, Parser)]
+#[command(
+    name = "qf-board-guest",
+    args_override_self = true,
+    about = "QFabric frames to the virtual board's MCU through rpmsg_char and /dev/qfabricN, every reply checked"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-impl<'a> Flags<'a> {
-    fn parse(command: &str, rest: &'a [String], known: &[&str]) -> Result<Flags<'a>> {
-        let mut pairs = Vec::new();
-        let mut rest = rest.iter();
-        while let Some(name) = rest.next() {
-            if !known.contains(&name.as_str()) {
-                bail!(
-                    "{command}: unknown argument '{name}' (flags: {})",
-                    known.join(", ")
-                );
-            }
-            let value = rest
-                .next()
-                .with_context(|| format!("{command}: {name} needs a value"))?;
-            pairs.push((name.as_str(), value.as_str()));
-        }
-        Ok(Flags(pairs))
-    }
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Frames through rpmsg_char, every reply compared with qf_tasks::serve.
+    Frames(Traffic),
+    /// Every message length up to the rpmsg limit, then one byte more (EMSGSIZE).
+    Sizes(Epoch),
+    /// Round-trip percentiles of `add` through rpmsg_char.
+    Latency(Traffic),
+    /// Prints the resident chain's template request in hex, for the emulator's `chain start`.
+    ChainTemplate(Epoch),
+    /// Checks the resident chain's results, byte for byte.
+    Chain(ChainArgs),
+    /// Frames through /dev/qfabricN.
+    DevFrames(DevTraffic),
+    /// Callers sharing one /dev/qfabricN, each getting its own replies.
+    DevConcurrent(DevConcurrent),
+    /// Every documented error of /dev/qfabricN, races and random ioctls.
+    DevAbuse(DevEpoch),
+    /// Round-trip percentiles and the kernel's split through /dev/qfabricN.
+    DevLatency(DevTraffic),
+    /// Drains the read queue, then prints the counters as key=value words.
+    DevStats(Dev),
+    /// Puts a threaded interrupt's kernel thread (irq/<N>-NAME) at SCHED_FIFO P.
+    IrqFifo(IrqFifo),
+}
 
-    /// The flag's value as a number at least `min`, `default` when absent (`None`: required).
-    fn number(&self, name: &str, default: Option<u64>, min: u64) -> Result<u64> {
-        let Some(&(_, text)) = self.0.iter().rev().find(|(n, _)| *n == name) else {
-            return default.with_context(|| format!("{name} is required"));
-        };
-        let value: u64 = text
-            .parse()
-            .with_context(|| format!("{name} {text}: not a number"))?;
-        if value < min {
-            bail!("{name} {value}: must be at least {min}");
-        }
-        Ok(value)
-    }
+#[derive(Debug, Args)]
+struct Epoch {
+    /// The epoch of the requests (give each command a higher one than the last).
+    #[arg(long, default_value_t = 1)]
+    epoch: u32,
+}
 
-    /// The flag's value as given, `default` when absent.
-    fn text(&self, name: &str, default: &'a str) -> &'a str {
-        self.0
-            .iter()
-            .rev()
-            .find(|(n, _)| *n == name)
-            .map_or(default, |&(_, text)| text)
-    }
+#[derive(Debug, Args)]
+struct Traffic {
+    /// Calls to make.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    count: u64,
+    #[command(flatten)]
+    epoch: Epoch,
+}
 
-    fn epoch(&self) -> Result<u32> {
-        let epoch = self.number("--epoch", Some(1), 0)?;
-        u32::try_from(epoch).map_err(|_| anyhow::anyhow!("--epoch {epoch}: must fit 32 bits"))
+#[derive(Debug, Args)]
+struct ChainArgs {
+    /// The chain's period.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    period_us: u64,
+    #[command(flatten)]
+    traffic: Traffic,
+}
+
+#[derive(Debug, Args)]
+struct Dev {
+    /// The kernel dispatch device.
+    #[arg(long, default_value = DEFAULT_DEVICE)]
+    dev: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct DevTraffic {
+    #[command(flatten)]
+    traffic: Traffic,
+    #[command(flatten)]
+    dev: Dev,
+}
+
+#[derive(Debug, Args)]
+struct DevEpoch {
+    #[command(flatten)]
+    epoch: Epoch,
+    #[command(flatten)]
+    dev: Dev,
+}
+
+#[derive(Debug, Args)]
+struct DevConcurrent {
+    /// Threads sharing the device.
+    #[arg(long, default_value_t = 4, value_parser = threads)]
+    threads: u64,
+    #[command(flatten)]
+    traffic: Traffic,
+    #[command(flatten)]
+    dev: Dev,
+}
+
+/// `--threads`: 1 up to the callers one channel lets wait.
+fn threads(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(n @ 1..) if n <= MAX_WAITERS as u64 => Ok(n),
+        Ok(n) => Err(format!(
+            "{n}: 1 to {MAX_WAITERS} (at most {MAX_WAITERS} callers may wait on one channel)"
+        )),
+        Err(e) => Err(e.to_string()),
     }
+}
+
+#[derive(Debug, Args)]
+struct IrqFifo {
+    /// The interrupt's name (e.g. qfabric-vring).
+    #[arg(long)]
+    name: String,
+    /// The SCHED_FIFO priority.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=99))]
+    priority: u64,
 }
 
 fn run(args: &[String]) -> Result<()> {
-    let command = args.get(1).map(String::as_str).unwrap_or("");
-    let rest = args.get(2..).unwrap_or_default();
-    let known: &[&str] = match command {
-        "frames" | "latency" => &["--count", "--epoch"],
-        "sizes" | "chain-template" => &["--epoch"],
-        "chain" => &["--count", "--period-us", "--epoch"],
-        "dev-frames" | "dev-latency" => &["--count", "--epoch", "--dev"],
-        "dev-concurrent" => &["--threads", "--count", "--epoch", "--dev"],
-        "dev-abuse" => &["--epoch", "--dev"],
-        "dev-stats" => &["--dev"],
-        "irq-fifo" => &["--name", "--priority"],
-        other => bail!("unknown command '{other}' (frames, sizes, latency, chain-template, chain, dev-frames, dev-concurrent, dev-abuse, dev-latency, dev-stats, irq-fifo)"),
-    };
-    let flags = Flags::parse(command, rest, known)?;
-    let epoch = flags.epoch()?;
-    if command == "chain-template" {
-        println!("{}", chain::template_hex(epoch)?);
-        return Ok(());
-    }
-    if command == "irq-fifo" {
-        let name = flags.text("--name", "");
-        if name.is_empty() {
-            bail!("--name is required (the interrupt's name, e.g. qfabric-vring)");
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help: not an error.
+            print!("{e}");
+            return Ok(());
         }
-        return irq::set_fifo(name, flags.number("--priority", None, 1)?);
-    }
-    let count = flags.number("--count", Some(10_000), 1)?;
-    if let Some(command) = command.strip_prefix("dev-") {
-        return run_device(command, &flags, count, epoch);
-    }
-    let period = match command {
-        "chain" => Some(Duration::from_micros(flags.number(
-            "--period-us",
-            None,
-            1,
-        )?)),
-        _ => None,
+        Err(e) => {
+            // One paragraph, without clap's own "error: " (main adds ours) or its --help hint.
+            let text = e.render().to_string();
+            let text = text.strip_prefix("error: ").unwrap_or(&text);
+            let first = text.split("\n\n").next().unwrap_or(text).trim_end();
+            return Err(anyhow::anyhow!("{first}"));
+        }
     };
-    let mut ep = Endpoint::open_qfabric()?;
-    let result = match (command, period) {
-        ("frames", _) => traffic::frames(count, epoch, 1, "frames", "", |mirror, request, what| {
-            traffic::exchange(&mut ep, mirror, request, what)
-        }),
-        ("sizes", _) => traffic::sizes(&mut ep, epoch),
-        ("latency", _) => traffic::latency(&mut ep, count, epoch),
-        (_, Some(period)) => chain::chain(&mut ep, count, period, epoch),
-        (other, None) => bail!("unknown command '{other}'"),
-    };
-    let closed = ep.destroy();
-    result.and(closed)
-}
-
-/// The `dev-*` commands, on the device `--dev` names.
-fn run_device(command: &str, flags: &Flags, count: u64, epoch: u32) -> Result<()> {
-    let threads = flags.number("--threads", Some(4), 1)?;
-    if threads > MAX_WAITERS as u64 {
-        bail!("--threads {threads}: at most {MAX_WAITERS} callers may wait on one channel");
-    }
-    let device = Device::open(flags.text("--dev", DEFAULT_DEVICE))?;
-    match command {
-        "frames" => {
+    match cli.command {
+        Command::ChainTemplate(Epoch { epoch }) => {
+            println!("{}", chain::template_hex(epoch)?);
+            Ok(())
+        }
+        Command::IrqFifo(args) => irq::set_fifo(&args.name, args.priority),
+        Command::DevFrames(args) => {
+            let device = Device::open(&args.dev.dev)?;
             let via = format!(", {}", device.path().display());
             traffic::frames(
-                count,
-                epoch,
+                args.traffic.count,
+                args.traffic.epoch.epoch,
                 dev::FRAMES_FIRST_ID,
                 "dev-frames",
                 &via,
                 |mirror, request, what| Ok(dev::exchange(&device, mirror, request, what)?.latency),
             )
         }
-        "concurrent" => dev::concurrent(&device, threads, count, epoch),
-        "abuse" => abuse::abuse(&device, epoch),
-        "latency" => dev::latency(&device, count, epoch),
-        "stats" => dev::stats(&device),
-        other => bail!("unknown command 'dev-{other}'"),
+        Command::DevConcurrent(args) => dev::concurrent(
+            &Device::open(&args.dev.dev)?,
+            args.threads,
+            args.traffic.count,
+            args.traffic.epoch.epoch,
+        ),
+        Command::DevAbuse(args) => abuse::abuse(&Device::open(&args.dev.dev)?, args.epoch.epoch),
+        Command::DevLatency(args) => dev::latency(
+            &Device::open(&args.dev.dev)?,
+            args.traffic.count,
+            args.traffic.epoch.epoch,
+        ),
+        Command::DevStats(args) => dev::stats(&Device::open(&args.dev)?),
+        Command::Frames(args) => with_endpoint(|ep| {
+            traffic::frames(
+                args.count,
+                args.epoch.epoch,
+                1,
+                "frames",
+                "",
+                |mirror, request, what| traffic::exchange(ep, mirror, request, what),
+            )
+        }),
+        Command::Sizes(Epoch { epoch }) => with_endpoint(|ep| traffic::sizes(ep, epoch)),
+        Command::Latency(args) => {
+            with_endpoint(|ep| traffic::latency(ep, args.count, args.epoch.epoch))
+        }
+        Command::Chain(args) => with_endpoint(|ep| {
+            chain::chain(
+                ep,
+                args.traffic.count,
+                Duration::from_micros(args.period_us),
+                args.traffic.epoch.epoch,
+            )
+        }),
     }
+}
+
+/// Runs `body` on a fresh rpmsg_char endpoint to the MCU's channel, destroyed afterwards.
+fn with_endpoint(body: impl FnOnce(&mut Endpoint) -> Result<()>) -> Result<()> {
+    let mut ep = Endpoint::open_qfabric()?;
+    let result = body(&mut ep);
+    let closed = ep.destroy();
+    result.and(closed)
 }
 
 #[cfg(test)]
@@ -188,35 +250,63 @@ mod tests {
         format!("{:#}", run(&args(words)).unwrap_err())
     }
 
+    fn parse(words: &[&str]) -> Command {
+        Cli::try_parse_from(args(words)).unwrap().command
+    }
+
     #[test]
     fn bad_arguments_name_the_flag_and_value() {
-        assert!(error(&["g", "chain-template", "--epoch", "x4"]).contains("--epoch x4"));
-        assert!(error(&["g", "chain-template", "--epoch", "4294967296"]).contains("32 bits"));
+        let e = error(&["g", "chain-template", "--epoch", "x4"]);
+        assert!(e.contains("'x4'") && e.contains("--epoch"), "{e}");
+        let e = error(&["g", "chain-template", "--epoch", "4294967296"]);
+        assert!(
+            e.contains("'4294967296'") && e.contains("0..=4294967295"),
+            "{e}"
+        );
         assert!(error(&["g", "chain-template", "--epcoh", "4"]).contains("'--epcoh'"));
-        assert!(error(&["g", "chain-template", "--epoch"]).contains("--epoch needs a value"));
-        assert!(error(&["g", "chain", "--count", "5"]).contains("--period-us is required"));
-        assert!(error(&["g", "chain", "--period-us", "0"]).contains("--period-us 0"));
-        assert!(error(&["g", "chain", "--count", "0", "--period-us", "10"]).contains("--count 0"));
-        assert!(error(&["g", "chaos"]).contains("unknown command 'chaos'"));
+        let e = error(&["g", "chain-template", "--epoch"]);
+        assert!(e.contains("a value is required for '--epoch"), "{e}");
+        let e = error(&["g", "chain", "--count", "5"]);
+        assert!(e.contains("required") && e.contains("--period-us"), "{e}");
+        let e = error(&["g", "chain", "--period-us", "0"]);
+        assert!(e.contains("'0'") && e.contains("--period-us"), "{e}");
+        let e = error(&["g", "chain", "--count", "0", "--period-us", "10"]);
+        assert!(e.contains("'0'") && e.contains("--count"), "{e}");
+        assert!(error(&["g", "chaos"]).contains("'chaos'"));
+        let e = error(&[
+            "g",
+            "irq-fifo",
+            "--name",
+            "qfabric-vring",
+            "--priority",
+            "100",
+        ]);
+        assert!(e.contains("'100'") && e.contains("--priority"), "{e}");
     }
 
     #[test]
     fn device_commands_check_their_flags_before_opening_the_device() {
-        assert!(error(&["g", "dev-frames", "--count", "0"]).contains("--count 0"));
-        assert!(error(&["g", "dev-latency", "--count", "many"]).contains("--count many"));
-        assert!(error(&["g", "dev-concurrent", "--threads", "0"]).contains("--threads 0"));
+        assert!(error(&["g", "dev-frames", "--count", "0"]).contains("'0'"));
+        assert!(error(&["g", "dev-latency", "--count", "many"]).contains("'many'"));
+        assert!(error(&["g", "dev-concurrent", "--threads", "0"]).contains("'0'"));
         let too_many = error(&["g", "dev-concurrent", "--threads", "33"]);
-        assert!(too_many.contains("--threads 33: at most 32"), "{too_many}");
-        assert!(error(&["g", "dev-abuse", "--count", "5"]).contains("unknown argument '--count'"));
+        assert!(too_many.contains("at most 32 callers"), "{too_many}");
+        assert!(error(&["g", "dev-abuse", "--count", "5"]).contains("'--count'"));
         assert!(error(&["g", "dev-frames", "--threads", "2"]).contains("'--threads'"));
-        assert!(error(&["g", "dev-concurrent", "--dev"]).contains("--dev needs a value"));
+        assert!(error(&["g", "dev-concurrent", "--dev"]).contains("a value is required for '--dev"));
     }
 
     #[test]
     fn device_commands_name_the_device_they_cannot_open() {
         let missing = std::env::temp_dir().join(format!("qfabric-missing-{}", std::process::id()));
         let path = missing.to_string_lossy().into_owned();
-        for command in ["dev-frames", "dev-concurrent", "dev-abuse", "dev-latency"] {
+        for command in [
+            "dev-frames",
+            "dev-concurrent",
+            "dev-abuse",
+            "dev-latency",
+            "dev-stats",
+        ] {
             let message = error(&["g", command, "--dev", &path]);
             assert!(message.contains(&path), "{command}: {message}");
         }
@@ -224,18 +314,26 @@ mod tests {
 
     #[test]
     fn the_device_defaults_to_qfabric0_and_dev_names_another() {
-        let rest = args(&["--dev", "/dev/qfabric3"]);
-        let flags = Flags::parse("dev-frames", &rest, &["--dev"]).unwrap();
-        assert_eq!(flags.text("--dev", DEFAULT_DEVICE), "/dev/qfabric3");
-        let flags = Flags::parse("dev-frames", &[], &["--dev"]).unwrap();
-        assert_eq!(flags.text("--dev", DEFAULT_DEVICE), "/dev/qfabric0");
+        let Command::DevFrames(given) = parse(&["g", "dev-frames", "--dev", "/dev/qfabric3"])
+        else {
+            panic!("dev-frames")
+        };
+        assert_eq!(given.dev.dev, PathBuf::from("/dev/qfabric3"));
+        let Command::DevStats(default) = parse(&["g", "dev-stats"]) else {
+            panic!("dev-stats")
+        };
+        assert_eq!(default.dev, PathBuf::from(DEFAULT_DEVICE));
     }
 
     #[test]
     fn flags_take_defaults_and_the_last_value_given() {
-        let rest = args(&["--count", "7", "--count", "9"]);
-        let flags = Flags::parse("frames", &rest, &["--count", "--epoch"]).unwrap();
-        assert_eq!(flags.number("--count", Some(1), 1).unwrap(), 9);
-        assert_eq!(flags.epoch().unwrap(), 1);
+        let Command::Frames(t) = parse(&["g", "frames", "--count", "7", "--count", "9"]) else {
+            panic!("frames")
+        };
+        assert_eq!((t.count, t.epoch.epoch), (9, 1));
+        let Command::DevConcurrent(c) = parse(&["g", "dev-concurrent"]) else {
+            panic!("dev-concurrent")
+        };
+        assert_eq!((c.threads, c.traffic.count), (4, 10_000));
     }
 }
