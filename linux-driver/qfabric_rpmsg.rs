@@ -216,6 +216,7 @@ unsafe extern "C" fn ioctl(file: *mut bindings::file, cmd: c_uint, arg: c_ulong)
     let result = match cmd {
         uapi::QF_IOC_INVOKE => channel.invoke(arg as usize),
         uapi::QF_IOC_STATS => channel.stats(arg as usize),
+        uapi::QF_IOC_RECV => channel.recv(arg as usize),
         _ => Err(ENOTTY),
     };
     match result {

@@ -39,11 +39,14 @@ pub(crate) mod frame {
 pub(crate) mod uapi {
     pub(crate) const INVOKE_LEN: usize = 72;
     pub(crate) const STATS_LEN: usize = 80;
+    pub(crate) const RECV_LEN: usize = 32;
     pub(crate) const QF_IOC_INVOKE: u32 =
         kernel::ioctl::_IOWR::<[u8; INVOKE_LEN]>(b'q' as u32, 0x40);
     pub(crate) const QF_IOC_STATS: u32 = kernel::ioctl::_IOR::<[u8; STATS_LEN]>(b'q' as u32, 0x41);
     kernel::static_assert!(QF_IOC_INVOKE == 0xc048_7140);
     kernel::static_assert!(QF_IOC_STATS == 0x8050_7141);
+    pub(crate) const QF_IOC_RECV: u32 = kernel::ioctl::_IOWR::<[u8; RECV_LEN]>(b'q' as u32, 0x42);
+    kernel::static_assert!(QF_IOC_RECV == 0xc020_7142);
 
     fn u32_at(raw: &[u8], at: usize) -> u32 {
         u32::from_ne_bytes([raw[at], raw[at + 1], raw[at + 2], raw[at + 3]])
@@ -84,5 +87,30 @@ pub(crate) mod uapi {
         for (i, t) in times_ns.iter().enumerate() {
             raw[32 + 8 * i..40 + 8 * i].copy_from_slice(&(*t as u64).to_ne_bytes());
         }
+    }
+
+    /// `struct qf_recv`'s inputs.
+    pub(crate) struct Recv {
+        pub(crate) buffer: u64,
+        pub(crate) capacity: u32,
+        pub(crate) timeout_ms: u32,
+        pub(crate) flags: u32,
+    }
+
+    impl Recv {
+        pub(crate) fn parse(raw: &[u8; RECV_LEN]) -> Self {
+            Self {
+                buffer: u64_at(raw, 0),
+                capacity: u32_at(raw, 8),
+                timeout_ms: u32_at(raw, 24),
+                flags: u32_at(raw, 28),
+            }
+        }
+    }
+
+    /// Fills `struct qf_recv`'s outputs into the caller's image.
+    pub(crate) fn set_recv_outputs(raw: &mut [u8; RECV_LEN], len: u32, received_ns: i64) {
+        raw[12..16].copy_from_slice(&len.to_ne_bytes());
+        raw[16..24].copy_from_slice(&(received_ns as u64).to_ne_bytes());
     }
 }

@@ -24,6 +24,14 @@ use crate::qfabric::{self, errno};
 use crate::state::{Queue, Slot, SlotState, State, Stats, MAX_FRAME, MAX_WAITERS};
 
 const DEFAULT_TIMEOUT_MS: u32 = 1000;
+
+/// How long `take_frame` may wait for a frame.
+#[derive(Clone, Copy)]
+enum Wait {
+    No,
+    For(u32),
+    Forever,
+}
 const MAX_TIMEOUT_MS: u32 = 60_000;
 
 /// One `qfabric` channel and its `/dev/qfabricN`.
@@ -116,7 +124,7 @@ impl Channel {
             s.stats.late_replies += 1;
             return;
         }
-        if s.queue.push(frame) {
+        if s.queue.push(frame, now) {
             s.stats.unsolicited += 1;
             drop(s);
             self.readable.notify_all();
@@ -290,25 +298,75 @@ impl Channel {
             .write_slice(&raw)
     }
 
-    /// `read()`: the oldest unsolicited frame. The frame leaves the queue only after the user
-    /// buffer proved writable, so a bad buffer loses nothing.
+    /// `read()`: the oldest unsolicited frame; end of file (0) once the channel is gone.
     pub(crate) fn read(&self, buf: usize, count: usize, nonblock: bool) -> Result<usize> {
+        let wait = if nonblock { Wait::No } else { Wait::Forever };
+        match self.take_frame(buf, count, wait) {
+            Ok((n, _)) => Ok(n),
+            Err(e) if e == ENODEV => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `QF_IOC_RECV`: like `read()`, with the time the frame arrived and a bounded wait.
+    pub(crate) fn recv(&self, arg: usize) -> Result {
+        let (mut arg_reader, mut arg_writer) = UserSlice::new(arg, uapi::RECV_LEN).reader_writer();
+        let mut raw = [0u8; uapi::RECV_LEN];
+        arg_reader.read_slice(&mut raw)?;
+        let args = uapi::Recv::parse(&raw);
+        if args.flags != 0 || args.timeout_ms > MAX_TIMEOUT_MS {
+            return Err(EINVAL);
+        }
+        let wait = match args.timeout_ms {
+            0 => Wait::No,
+            ms => Wait::For(ms),
+        };
+        let (len, received_ns) =
+            self.take_frame(args.buffer as usize, args.capacity as usize, wait)?;
+        uapi::set_recv_outputs(&mut raw, len as u32, received_ns);
+        arg_writer.write_slice(&raw)
+    }
+
+    /// Takes the oldest unsolicited frame into the user buffer `buf` of `count` bytes. The frame
+    /// leaves the queue only after the buffer proved writable, so a bad buffer loses nothing.
+    /// With nothing queued: `EAGAIN` (not waiting, or the wait ran out), `ENODEV` (the channel
+    /// is gone), `ERESTARTSYS` (a signal).
+    fn take_frame(&self, buf: usize, count: usize, wait: Wait) -> Result<(usize, i64)> {
+        let deadline = match wait {
+            Wait::For(ms) => Some(now_ns() + i64::from(ms) * 1_000_000),
+            _ => None,
+        };
         let mut frame = [0u8; MAX_FRAME];
         loop {
             let front_len = {
                 let mut s = self.state.lock();
                 loop {
-                    if let Some(f) = s.queue.front() {
+                    if let Some((f, _)) = s.queue.front() {
                         break f.len();
                     }
                     if !s.alive {
-                        return Ok(0);
+                        return Err(ENODEV);
                     }
-                    if nonblock {
-                        return Err(EAGAIN);
-                    }
-                    if self.readable.wait_interruptible(&mut s) {
-                        return Err(ERESTARTSYS);
+                    match (wait, deadline) {
+                        (Wait::No, _) => return Err(EAGAIN),
+                        (Wait::For(_), Some(deadline)) => {
+                            let left_ns = deadline - now_ns();
+                            if left_ns <= 0 {
+                                return Err(EAGAIN);
+                            }
+                            let left_ms = ((left_ns + 999_999) / 1_000_000) as u32;
+                            let jiffies = kernel::time::msecs_to_jiffies(left_ms);
+                            if let CondVarTimeoutResult::Signal { .. } =
+                                self.readable.wait_interruptible_timeout(&mut s, jiffies)
+                            {
+                                return Err(ERESTARTSYS);
+                            }
+                        }
+                        _ => {
+                            if self.readable.wait_interruptible(&mut s) {
+                                return Err(ERESTARTSYS);
+                            }
+                        }
                     }
                 }
             };
@@ -321,13 +379,13 @@ impl Channel {
             let mut s = self.state.lock();
             // Another reader may have taken that frame meanwhile: start over if so.
             match s.queue.front() {
-                Some(f) if f.len() <= count => {
+                Some((f, received_ns)) if f.len() <= count => {
                     let n = f.len();
                     frame[..n].copy_from_slice(f);
                     s.queue.pop();
                     drop(s);
                     UserSlice::new(buf, n).writer().write_slice(&frame[..n])?;
-                    return Ok(n);
+                    return Ok((n, received_ns));
                 }
                 _ => continue,
             }

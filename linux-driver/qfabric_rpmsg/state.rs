@@ -69,6 +69,8 @@ impl Slot {
 pub(crate) struct Queue {
     pub(crate) frames: KVec<u8>,
     pub(crate) lens: [u16; QUEUE_LEN],
+    /// When the receive callback queued each frame (CLOCK_MONOTONIC, ns).
+    pub(crate) received_ns: [i64; QUEUE_LEN],
     pub(crate) head: usize,
     pub(crate) count: usize,
 }
@@ -78,26 +80,32 @@ impl Queue {
         Ok(Self {
             frames: KVec::from_elem(0u8, QUEUE_LEN * MAX_FRAME, GFP_KERNEL)?,
             lens: [0; QUEUE_LEN],
+            received_ns: [0; QUEUE_LEN],
             head: 0,
             count: 0,
         })
     }
 
-    pub(crate) fn push(&mut self, frame: &[u8]) -> bool {
+    pub(crate) fn push(&mut self, frame: &[u8], received_ns: i64) -> bool {
         if self.count == QUEUE_LEN || frame.len() > MAX_FRAME {
             return false;
         }
         let at = (self.head + self.count) % QUEUE_LEN;
         self.frames[at * MAX_FRAME..at * MAX_FRAME + frame.len()].copy_from_slice(frame);
         self.lens[at] = frame.len() as u16;
+        self.received_ns[at] = received_ns;
         self.count += 1;
         true
     }
 
-    pub(crate) fn front(&self) -> Option<&[u8]> {
+    /// The oldest frame and when it was queued.
+    pub(crate) fn front(&self) -> Option<(&[u8], i64)> {
         (self.count > 0).then(|| {
             let at = self.head * MAX_FRAME;
-            &self.frames[at..at + self.lens[self.head] as usize]
+            (
+                &self.frames[at..at + self.lens[self.head] as usize],
+                self.received_ns[self.head],
+            )
         })
     }
 

@@ -7,7 +7,9 @@
 //!   only if its whole CI lies below Linux's), and each domain's p99 added over idle (same
 //!   caller) — the paper's finding was that load inflates the MCU path far more than Linux's;
 //! * `resident/<load>/<caller>/observations.csv` (`qf resident observe`) → the chain's delivery
-//!   delay percentiles, p99 added over idle, lost results and wrong outputs.
+//!   delay percentiles, p99 added over idle, lost results and wrong outputs, and through
+//!   `/dev/qfabricN` the delay's p99 up to the kernel having the result and the reader's wake-up
+//!   after it.
 
 use crate::model::DomainId;
 use crate::report::{ms, read_csv, Table};
@@ -139,6 +141,8 @@ pub fn resident_table(
             "p95 CI",
             "delay p99",
             "p99 added",
+            "kernel delay p99",
+            "reader wake p99",
         ],
     );
     for caller in CallerPolicy::ALL.map(CallerPolicy::as_str) {
@@ -170,10 +174,18 @@ pub fn resident_table(
                 format!("{}–{}", ms(p95.ci_low), ms(p95.ci_high)),
                 ms(p99),
                 idle_p99.map_or("n/a".into(), |i| ms(p99 - i)),
+                split_p99(&rows, |r| r.kernel_delay_us),
+                split_p99(&rows, |r| r.wake_us),
             ]);
         }
     }
     Ok((!table.rows.is_empty()).then_some(table))
+}
+
+/// p99 of a split column, `n/a` when the cell's transport gave no kernel times.
+fn split_p99(rows: &[ResultObservation], column: fn(&ResultObservation) -> f64) -> String {
+    let values: Vec<f64> = rows.iter().map(column).filter(|v| v.is_finite()).collect();
+    percentile(&values, 0.99).map_or("n/a".into(), ms)
 }
 
 #[cfg(test)]

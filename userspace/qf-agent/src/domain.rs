@@ -277,12 +277,13 @@ pub trait McuTransport: Send {
         timeout: Duration,
     ) -> Result<(usize, Option<Split>)>;
 
-    /// The next frame the MCU sent unasked, waiting at most `timeout`; `None` if none came.
+    /// The next frame the MCU sent unasked, waiting at most `timeout`, with the time Linux's
+    /// kernel had it (CLOCK_MONOTONIC ns) when the transport can tell; `None` if none came.
     fn receive(
         &mut self,
         buf: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
-    ) -> Result<Option<usize>>;
+    ) -> Result<Option<(usize, Option<u64>)>>;
 }
 
 /// The MCU's `qfabric` channel (on the board, or in the virtual board's guest) over a
@@ -308,7 +309,7 @@ impl<T: McuTransport> McuChannel<T> {
         &mut self,
         buf: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
-    ) -> Result<Option<usize>> {
+    ) -> Result<Option<(usize, Option<u64>)>> {
         self.transport.receive(buf, timeout)
     }
 }
@@ -403,8 +404,12 @@ impl McuTransport for RpmsgChar {
         &mut self,
         buf: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
-    ) -> Result<Option<usize>> {
-        self.endpoint()?.try_recv(buf, timeout)
+    ) -> Result<Option<(usize, Option<u64>)>> {
+        // rpmsg_char does not say when the kernel had the message.
+        Ok(self
+            .endpoint()?
+            .try_recv(buf, timeout)?
+            .map(|len| (len, None)))
     }
 }
 
@@ -487,9 +492,11 @@ impl McuTransport for KernelDevice {
         &mut self,
         buf: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
-    ) -> Result<Option<usize>> {
-        let result = self.device()?.recv_unsolicited(buf, timeout);
-        self.check(result)
+    ) -> Result<Option<(usize, Option<u64>)>> {
+        let result = self.device()?.recv_stamped(buf, timeout);
+        Ok(self
+            .check(result)?
+            .map(|(len, received_ns)| (len, Some(received_ns))))
     }
 }
 
@@ -573,10 +580,10 @@ mod tests {
             &mut self,
             buf: &mut [u8; MAX_FRAME_LEN],
             _timeout: Duration,
-        ) -> Result<Option<usize>> {
+        ) -> Result<Option<(usize, Option<u64>)>> {
             Ok(self.unasked.pop_front().map(|frame| {
                 buf[..frame.len()].copy_from_slice(&frame);
-                frame.len()
+                (frame.len(), None)
             }))
         }
     }
@@ -602,7 +609,10 @@ mod tests {
             crate::workload::outcome_ok(qf_tasks::Task::Add, &request, invocation.frame()).unwrap()
         );
         let mut buf = [0u8; MAX_FRAME_LEN];
-        assert_eq!(channel.receive(&mut buf, Duration::ZERO).unwrap(), Some(6));
+        assert_eq!(
+            channel.receive(&mut buf, Duration::ZERO).unwrap(),
+            Some((6, None))
+        );
         assert_eq!(&buf[..6], b"result");
         assert_eq!(channel.receive(&mut buf, Duration::ZERO).unwrap(), None);
     }

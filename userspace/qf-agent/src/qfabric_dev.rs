@@ -77,9 +77,28 @@ pub struct QfStats {
     pub remote_addr: u32,
 }
 
+/// `struct qf_recv` (32 bytes): in/out argument of [`QF_IOC_RECV`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QfRecv {
+    /// In: user address for the frame.
+    pub buffer: u64,
+    /// In: its size.
+    pub capacity: u32,
+    /// Out: the frame's length.
+    pub len: u32,
+    /// Out: CLOCK_MONOTONIC when the receive callback queued the frame.
+    pub received_ns: u64,
+    /// In: 0 = do not wait; at most 60000.
+    pub timeout_ms: u32,
+    /// In: must be 0.
+    pub flags: u32,
+}
+
 // The layout is the contract: the same on 32- and 64-bit, no padding anywhere.
 const _: () = assert!(std::mem::size_of::<QfInvoke>() == 72);
 const _: () = assert!(std::mem::size_of::<QfStats>() == 80);
+const _: () = assert!(std::mem::size_of::<QfRecv>() == 32);
 
 /// The ioctl type byte of the device, `'q'`.
 pub const IOC_TYPE: u8 = b'q';
@@ -89,6 +108,9 @@ pub const QF_IOC_INVOKE: ioctl_num_type =
 /// `_IOR('q', 0x41, struct qf_stats)`.
 pub const QF_IOC_STATS: ioctl_num_type =
     nix::request_code_read!(IOC_TYPE, 0x41, std::mem::size_of::<QfStats>());
+/// `_IOWR('q', 0x42, struct qf_recv)`.
+pub const QF_IOC_RECV: ioctl_num_type =
+    nix::request_code_readwrite!(IOC_TYPE, 0x42, std::mem::size_of::<QfRecv>());
 /// Longest wait the kernel accepts.
 pub const MAX_TIMEOUT: Duration = Duration::from_millis(60_000);
 /// Callers the kernel lets wait on one channel at once (the 33rd gets `EBUSY`).
@@ -98,6 +120,7 @@ pub const READ_QUEUE: usize = 32;
 
 nix::ioctl_readwrite!(qf_ioc_invoke, IOC_TYPE, 0x40, QfInvoke);
 nix::ioctl_read!(qf_ioc_stats, IOC_TYPE, 0x41, QfStats);
+nix::ioctl_readwrite!(qf_ioc_recv, IOC_TYPE, 0x42, QfRecv);
 
 /// What went wrong, always naming the device.
 #[derive(Debug, thiserror::Error)]
@@ -488,6 +511,30 @@ impl Device {
     }
 }
 
+impl Device {
+    /// Like [`Device::recv_unsolicited`], with the time the kernel queued the frame
+    /// (CLOCK_MONOTONIC ns, [`monotonic_ns`]'s clock): `QF_IOC_RECV`.
+    pub fn recv_stamped(
+        &self,
+        buf: &mut [u8],
+        timeout: Duration,
+    ) -> Result<Option<(usize, u64)>, DevError> {
+        let mut arg = QfRecv {
+            buffer: buf.as_mut_ptr() as u64,
+            capacity: u32::try_from(buf.len()).unwrap_or(u32::MAX),
+            timeout_ms: timeout.min(MAX_TIMEOUT).as_millis() as u32,
+            ..QfRecv::default()
+        };
+        // SAFETY: `arg` is one `struct qf_recv`; the kernel writes at most `capacity` bytes to
+        // `buffer`, which is `buf`, borrowed mutably for the call.
+        match unsafe { qf_ioc_recv(self.file.as_raw_fd(), &mut arg) } {
+            Ok(_) => Ok(Some((arg.len as usize, arg.received_ns))),
+            Err(Errno::EAGAIN) => Ok(None),
+            Err(errno) => Err(self.kernel("recv", errno)),
+        }
+    }
+}
+
 impl AsRawFd for Device {
     fn as_raw_fd(&self) -> RawFd {
         self.file.as_raw_fd()
@@ -509,12 +556,24 @@ mod tests {
     fn the_ioctl_numbers_are_the_documented_ones() {
         assert_eq!(QF_IOC_INVOKE as u32, 0xc048_7140);
         assert_eq!(QF_IOC_STATS as u32, 0x8050_7141);
+        assert_eq!(QF_IOC_RECV as u32, 0xc020_7142);
     }
 
     #[test]
     fn the_structures_have_the_documented_layout() {
         assert_eq!(std::mem::size_of::<QfInvoke>(), 72);
         assert_eq!(std::mem::size_of::<QfStats>(), 80);
+        assert_eq!(
+            [
+                offset_of!(QfRecv, buffer),
+                offset_of!(QfRecv, capacity),
+                offset_of!(QfRecv, len),
+                offset_of!(QfRecv, received_ns),
+                offset_of!(QfRecv, timeout_ms),
+                offset_of!(QfRecv, flags),
+            ],
+            [0, 8, 12, 16, 24, 28]
+        );
         let invoke = [
             offset_of!(QfInvoke, request),
             offset_of!(QfInvoke, response),

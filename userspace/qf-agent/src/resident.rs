@@ -15,6 +15,7 @@
 
 use crate::domain::{Domain, McuChannel, McuEndpoint, McuKernel, McuRpmsg, McuTransport};
 use crate::load::Load;
+use crate::qfabric_dev::monotonic_ns;
 use crate::rt::{set_scheduling, CallerPolicy, Scheduling};
 use crate::stats::percentile;
 use crate::workload::{decode_request, encode_request, outcome_ok, random_request, Request};
@@ -81,6 +82,17 @@ pub struct ResultObservation {
     /// Excess over the cell's fastest delivery (module docs).
     pub delay_us: f64,
     pub ok: bool,
+    /// The same delay up to the moment Linux's kernel queued the result, and the reader's
+    /// wake-up after it (`delay_us` is about their sum): from `/dev/qfabricN`'s timestamp, NaN
+    /// through rpmsg_char and in campaigns recorded before these columns.
+    #[serde(default = "not_measured")]
+    pub kernel_delay_us: f64,
+    #[serde(default = "not_measured")]
+    pub wake_us: f64,
+}
+
+fn not_measured() -> f64 {
+    f64::NAN
 }
 
 /// Summary of one cell.
@@ -112,18 +124,20 @@ pub struct ObserveSpec {
     pub out: PathBuf,
 }
 
-/// Arrivals of one cell: (invocation id, arrival since the cell's start, response ok).
-type Arrival = (u64, Duration, bool);
+/// Arrivals of one cell: (invocation id, arrival since the cell's start, response ok, and the
+/// reader's wake-up after the kernel queued the result when the transport tells).
+type Arrival = (u64, Duration, bool, Option<Duration>);
 
-/// Delays of `arrivals` (module docs), in µs, in arrival order.
-pub fn delays_us(arrivals: &[Arrival], period: Duration) -> Vec<f64> {
-    let Some(&(first_id, _, _)) = arrivals.first() else {
+/// Delays (module docs), in µs, of results that arrived at `times_us` (same origin), in
+/// arrival order.
+pub fn delays_us(ids_and_times_us: &[(u64, f64)], period: Duration) -> Vec<f64> {
+    let Some(&(first_id, _)) = ids_and_times_us.first() else {
         return Vec::new();
     };
     let period_us = period.as_secs_f64() * 1e6;
-    let anchored: Vec<f64> = arrivals
+    let anchored: Vec<f64> = ids_and_times_us
         .iter()
-        .map(|&(id, at, _)| at.as_secs_f64() * 1e6 - id.wrapping_sub(first_id) as f64 * period_us)
+        .map(|&(id, at_us)| at_us - id.wrapping_sub(first_id) as f64 * period_us)
         .collect();
     let fastest = anchored.iter().copied().fold(f64::INFINITY, f64::min);
     anchored.iter().map(|a| a - fastest).collect()
@@ -136,17 +150,30 @@ pub fn observations(
     arrivals: &[Arrival],
     period: Duration,
 ) -> Vec<ResultObservation> {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let reader: Vec<(u64, f64)> = arrivals.iter().map(|a| (a.0, us(a.1))).collect();
+    // The kernel's times only when every result has one (one transport per cell).
+    let kernel: Option<Vec<(u64, f64)>> = arrivals
+        .iter()
+        .map(|a| a.3.map(|wake| (a.0, us(a.1) - us(wake))))
+        .collect();
+    let kernel_delays = kernel.map(|k| delays_us(&k, period));
     arrivals
         .iter()
-        .zip(delays_us(arrivals, period))
-        .map(|(&(invocation_id, at, ok), delay_us)| ResultObservation {
-            load: load.to_string(),
-            caller: caller.to_string(),
-            invocation_id,
-            arrival_us: at.as_secs_f64() * 1e6,
-            delay_us,
-            ok,
-        })
+        .zip(delays_us(&reader, period))
+        .enumerate()
+        .map(
+            |(i, (&(invocation_id, at, ok, wake), delay_us))| ResultObservation {
+                load: load.to_string(),
+                caller: caller.to_string(),
+                invocation_id,
+                arrival_us: us(at),
+                delay_us,
+                ok,
+                kernel_delay_us: kernel_delays.as_ref().map_or(f64::NAN, |k| k[i]),
+                wake_us: wake.map_or(f64::NAN, us),
+            },
+        )
         .collect()
 }
 
@@ -231,7 +258,7 @@ impl ObserveSpec {
         let mut start = None;
         let mut seen = 0usize;
         while arrivals.len() < self.samples {
-            let len = mcu.receive(&mut response, timeout)?.with_context(|| {
+            let (len, received_ns) = mcu.receive(&mut response, timeout)?.with_context(|| {
                 format!(
                     "waiting for chain result {}: none within {} ms",
                     seen + 1,
@@ -239,6 +266,7 @@ impl ObserveSpec {
                 )
             })?;
             let at = Instant::now();
+            let wake = received_ns.map(|r| Duration::from_nanos(monotonic_ns().saturating_sub(r)));
             let frame = &response[..len];
             let id = decode_frame(frame)
                 .map(|f| f.header.invocation_id)
@@ -262,6 +290,7 @@ impl ObserveSpec {
                 id,
                 at - start,
                 outcome_ok(self.chain.task, &request, frame)?,
+                wake,
             ));
         }
         Ok(arrivals)
@@ -333,18 +362,14 @@ mod tests {
     #[test]
     fn delays_are_the_excess_over_the_fastest_delivery_on_the_release_grid() {
         // Released every 10 ms; result 1 is 3 ms late relative to results 0 and 3.
-        let arrivals = [
-            (100, at(0.0), true),
-            (101, at(13.0), true),
-            (103, at(30.0), true),
-        ];
+        let arrivals = [(100, 0.0), (101, 13_000.0), (103, 30_000.0)];
         let delays = delays_us(&arrivals, P);
         assert_eq!(delays.len(), 3);
         for (got, want) in delays.iter().zip([0.0, 3000.0, 0.0]) {
             assert!((got - want).abs() < 1e-6, "{delays:?}");
         }
         // The fastest need not be the first.
-        let delays = delays_us(&[(7, at(5.0), true), (8, at(12.0), true)], P);
+        let delays = delays_us(&[(7, 5000.0), (8, 12_000.0)], P);
         assert!(
             (delays[0] - 3000.0).abs() < 1e-6 && delays[1].abs() < 1e-6,
             "{delays:?}"
@@ -352,13 +377,38 @@ mod tests {
     }
 
     #[test]
+    fn with_the_kernels_times_the_delay_splits_into_kernel_delay_and_wake_up() {
+        // Result 101 reached the kernel 3 ms late and its reader woke 1 ms after that; result
+        // 102 reached the kernel on time, its reader woke 2 ms late.
+        let arrivals = [
+            (100, at(0.1), true, Some(at(0.1))),
+            (101, at(14.1), true, Some(at(1.1))),
+            (102, at(22.1), true, Some(at(2.1))),
+        ];
+        let rows = observations("rt", "fifo-high", &arrivals, P);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        let kernel: Vec<f64> = rows.iter().map(|r| r.kernel_delay_us).collect();
+        let wake: Vec<f64> = rows.iter().map(|r| r.wake_us).collect();
+        assert!(
+            close(kernel[0], 0.0) && close(kernel[1], 3000.0) && close(kernel[2], 0.0),
+            "{kernel:?}"
+        );
+        assert!(close(wake[1], 1100.0) && close(wake[2], 2100.0), "{wake:?}");
+        assert!(close(rows[1].delay_us, 4000.0) && close(rows[2].delay_us, 2000.0));
+    }
+
+    #[test]
     fn the_summary_counts_lost_results_and_wrong_outputs() {
         let arrivals = [
-            (100, at(0.0), true),
-            (101, at(13.0), false),
-            (104, at(40.0), true),
+            (100, at(0.0), true, None),
+            (101, at(13.0), false, None),
+            (104, at(40.0), true, None),
         ];
-        let s = summarize("rt", "fifo", &observations("rt", "fifo", &arrivals, P));
+        let rows = observations("rt", "fifo", &arrivals, P);
+        assert!(rows
+            .iter()
+            .all(|r| r.kernel_delay_us.is_nan() && r.wake_us.is_nan()));
+        let s = summarize("rt", "fifo", &rows);
         assert_eq!((s.results, s.lost, s.wrong_outputs), (3, 2, 1));
         assert!((s.delay_max_us - 3000.0).abs() < 1e-6);
         assert!(s.delay_p50_us.abs() < 1e-6);
