@@ -9,8 +9,8 @@
 //! (module `qfabric_rpmsg`, `docs/qfabric-dev.md`) and check its error contract.
 //!
 //! Commands (`qf-board-guest --help`, clap): `frames`, `sizes`, `latency`, `chain-template`,
-//! `chain` (rpmsg_char); `dev-frames`, `dev-concurrent`, `dev-abuse`, `dev-latency`, `dev-stats`
-//! (`--dev PATH`, default /dev/qfabric0); `irq-fifo --name NAME --priority P`.
+//! `chain` (rpmsg_char); `dev-frames`, `dev-concurrent`, `dev-abuse`, `dev-latency`, `dev-stats`,
+//! `dev-recv` (`--dev PATH`, default /dev/qfabric0); `irq-fifo --name NAME --priority P`.
 //! Prints one summary line and exits 0 on success, 1 on the first failure (with the frame that
 //! failed).
 
@@ -19,6 +19,7 @@ mod chain;
 mod dev;
 mod irq;
 mod races;
+mod recv;
 mod stats;
 mod traffic;
 
@@ -74,6 +75,8 @@ enum Command {
     DevLatency(DevTraffic),
     /// Drains the read queue, then prints the counters as key=value words.
     DevStats(Dev),
+    /// QF_IOC_RECV's contract; needs at least one unsolicited frame queued.
+    DevRecv(Dev),
     /// Puts a threaded interrupt's kernel thread (irq/<N>-NAME) at SCHED_FIFO P.
     IrqFifo(IrqFifo),
 }
@@ -205,6 +208,7 @@ fn run(args: &[String]) -> Result<()> {
             args.traffic.epoch.epoch,
         ),
         Command::DevStats(args) => dev::stats(&Device::open(&args.dev)?),
+        Command::DevRecv(args) => recv::check(&Device::open(&args.dev)?),
         Command::Frames(args) => with_endpoint(|ep| {
             traffic::frames(
                 args.count,
