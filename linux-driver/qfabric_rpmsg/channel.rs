@@ -24,15 +24,27 @@ use crate::qfabric::{self, errno};
 use crate::state::{Queue, Slot, SlotState, State, Stats, MAX_FRAME, MAX_WAITERS};
 
 const DEFAULT_TIMEOUT_MS: u32 = 1000;
+const MAX_TIMEOUT_MS: u32 = 60_000;
 
 /// How long `take_frame` may wait for a frame.
 #[derive(Clone, Copy)]
 enum Wait {
     No,
-    For(u32),
+    /// Until this CLOCK_MONOTONIC instant (ns).
+    Until(i64),
     Forever,
 }
-const MAX_TIMEOUT_MS: u32 = 60_000;
+
+/// The deadline `ms` milliseconds from now (ns).
+fn deadline_in(ms: u32) -> i64 {
+    now_ns() + i64::from(ms) * 1_000_000
+}
+
+/// The wait left until `deadline` (ns) in jiffies, rounded up; `None` once it has passed.
+fn jiffies_until(deadline: i64) -> Option<kernel::time::Jiffies> {
+    let left_ns = deadline - now_ns();
+    (left_ns > 0).then(|| kernel::time::msecs_to_jiffies(((left_ns + 999_999) / 1_000_000) as u32))
+}
 
 /// One `qfabric` channel and its `/dev/qfabricN`.
 #[pin_data]
@@ -169,7 +181,7 @@ impl Channel {
     /// a signal came. Always leaves the slot without a buffer pointer (free or abandoned).
     /// Returns the reply's length and the time the callback matched it.
     fn wait_reply(&self, slot: usize, timeout_ms: u32) -> Result<(usize, i64)> {
-        let deadline = now_ns() + i64::from(timeout_ms) * 1_000_000;
+        let deadline = deadline_in(timeout_ms);
         let mut s = self.state.lock();
         loop {
             if s.slots[slot].state == SlotState::Replied {
@@ -181,14 +193,11 @@ impl Channel {
                 s.slots[slot] = Slot::FREE;
                 return Err(ENODEV);
             }
-            let left_ns = deadline - now_ns();
-            if left_ns <= 0 {
+            let Some(jiffies) = jiffies_until(deadline) else {
                 s.abandon(slot);
                 s.stats.timeouts += 1;
                 return Err(errno::etimedout());
-            }
-            let left_ms = ((left_ns + 999_999) / 1_000_000) as u32;
-            let jiffies = kernel::time::msecs_to_jiffies(left_ms);
+            };
             if let CondVarTimeoutResult::Signal { .. } =
                 self.replied.wait_interruptible_timeout(&mut s, jiffies)
             {
@@ -319,7 +328,7 @@ impl Channel {
         }
         let wait = match args.timeout_ms {
             0 => Wait::No,
-            ms => Wait::For(ms),
+            ms => Wait::Until(deadline_in(ms)),
         };
         let (len, received_ns) =
             self.take_frame(args.buffer as usize, args.capacity as usize, wait)?;
@@ -332,10 +341,6 @@ impl Channel {
     /// With nothing queued: `EAGAIN` (not waiting, or the wait ran out), `ENODEV` (the channel
     /// is gone), `ERESTARTSYS` (a signal).
     fn take_frame(&self, buf: usize, count: usize, wait: Wait) -> Result<(usize, i64)> {
-        let deadline = match wait {
-            Wait::For(ms) => Some(now_ns() + i64::from(ms) * 1_000_000),
-            _ => None,
-        };
         let mut frame = [0u8; MAX_FRAME];
         loop {
             let front_len = {
@@ -347,26 +352,21 @@ impl Channel {
                     if !s.alive {
                         return Err(ENODEV);
                     }
-                    match (wait, deadline) {
-                        (Wait::No, _) => return Err(EAGAIN),
-                        (Wait::For(_), Some(deadline)) => {
-                            let left_ns = deadline - now_ns();
-                            if left_ns <= 0 {
+                    let signalled = match wait {
+                        Wait::No => return Err(EAGAIN),
+                        Wait::Until(deadline) => {
+                            let Some(jiffies) = jiffies_until(deadline) else {
                                 return Err(EAGAIN);
-                            }
-                            let left_ms = ((left_ns + 999_999) / 1_000_000) as u32;
-                            let jiffies = kernel::time::msecs_to_jiffies(left_ms);
-                            if let CondVarTimeoutResult::Signal { .. } =
-                                self.readable.wait_interruptible_timeout(&mut s, jiffies)
-                            {
-                                return Err(ERESTARTSYS);
-                            }
+                            };
+                            matches!(
+                                self.readable.wait_interruptible_timeout(&mut s, jiffies),
+                                CondVarTimeoutResult::Signal { .. }
+                            )
                         }
-                        _ => {
-                            if self.readable.wait_interruptible(&mut s) {
-                                return Err(ERESTARTSYS);
-                            }
-                        }
+                        Wait::Forever => self.readable.wait_interruptible(&mut s),
+                    };
+                    if signalled {
+                        return Err(ERESTARTSYS);
                     }
                 }
             };

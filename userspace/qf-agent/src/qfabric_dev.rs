@@ -254,12 +254,8 @@ impl Timestamps {
     }
 }
 
-/// CLOCK_MONOTONIC in nanoseconds, the kernel timestamps' clock.
-pub fn monotonic_ns() -> u64 {
-    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .expect("CLOCK_MONOTONIC is always readable");
-    now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64
-}
+/// CLOCK_MONOTONIC in nanoseconds: the kernel timestamps' clock.
+pub use crate::journal::monotonic_ns;
 
 /// What one invocation brought back into the caller's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

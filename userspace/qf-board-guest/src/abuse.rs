@@ -99,11 +99,13 @@ impl Drop for Mapping {
     }
 }
 
-/// An ioctl's result: the return value, or the errno.
-fn ioctl(fd: i32, number: ioctl_num_type, arg: u64) -> Result<i32, Errno> {
-    // SAFETY: the kernel may write to `arg` only what the number says, and every address this
-    // file passes is either one the kernel must refuse or inside one of our own buffers, each
-    // large enough for any size an ioctl number can encode (16 KiB).
+/// An ioctl's result: the return value, or the errno. Also `dev-recv`'s (`crate::recv`).
+pub(crate) fn ioctl(fd: i32, number: ioctl_num_type, arg: u64) -> Result<i32, Errno> {
+    // SAFETY: the kernel may write to `arg` only what the number says, and every address the
+    // callers pass is either one the kernel must refuse or inside one of their own buffers,
+    // large enough for what the number and the structure at `arg` let the kernel write (here:
+    // 16 KiB, any size a number can encode; in `dev-recv`: a `struct qf_recv` naming a buffer
+    // of its stated capacity).
     let rc = unsafe { libc::ioctl(fd, number, arg as *mut libc::c_void) };
     if rc < 0 {
         Err(Errno::last())

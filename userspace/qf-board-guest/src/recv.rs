@@ -2,8 +2,7 @@
 //! one unsolicited frame queued (tier 50 runs it after the MCU sent garbage). A bad buffer or a
 //! short one fails and leaves the frame queued; a good one gets it with a kernel timestamp from
 //! the past; an empty queue gives `EAGAIN`, at once or after the wait; bad flags and timeouts
-//! give `EINVAL`. Raw ioctls on purpose, as in `dev-abuse`: the safe wrapper would refuse first.
-#![allow(unsafe_code)]
+//! give `EINVAL`. Raw ioctls on purpose (`dev-abuse`'s): the safe wrapper would refuse first.
 
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -13,16 +12,14 @@ use nix::errno::Errno;
 use qf_abi::MAX_FRAME_LEN;
 use qf_agent::qfabric_dev::{monotonic_ns, Device, QfRecv, QF_IOC_RECV};
 
-/// One raw `QF_IOC_RECV`: the errno, or 0 on success.
+/// One raw `QF_IOC_RECV` with its argument at `arg`: the errno, `UnknownErrno` on success.
+fn recv_at(device: &Device, arg: u64) -> Errno {
+    crate::abuse::ioctl(device.as_raw_fd(), QF_IOC_RECV, arg)
+        .map_or_else(|e| e, |_| Errno::UnknownErrno)
+}
+
 fn recv(device: &Device, arg: &mut QfRecv) -> Errno {
-    // SAFETY: `arg` is one `struct qf_recv`; the buffers it names are the caller's (or
-    // deliberately invalid addresses, which the kernel must refuse with EFAULT).
-    let rc = unsafe { libc::ioctl(device.as_raw_fd(), QF_IOC_RECV as _, arg as *mut QfRecv) };
-    if rc == 0 {
-        Errno::UnknownErrno
-    } else {
-        Errno::last()
-    }
+    recv_at(device, arg as *mut QfRecv as u64)
 }
 
 /// Records a case whose errno is not the documented one.
@@ -55,16 +52,10 @@ pub fn check(device: &Device) -> Result<()> {
         recv(device, &mut args(good, 512, 60_001, 0)),
         Errno::EINVAL,
     );
-    // SAFETY: a deliberately invalid argument pointer: the kernel must refuse it.
-    let rc = unsafe { libc::ioctl(device.as_raw_fd(), QF_IOC_RECV as _, 16usize) };
     expect(
         &mut wrong,
         "argument at 16",
-        if rc == 0 {
-            Errno::UnknownErrno
-        } else {
-            Errno::last()
-        },
+        recv_at(device, 16),
         Errno::EFAULT,
     );
     // A frame must be queued from here on, and survive the failures.
