@@ -9,8 +9,7 @@ qfg=/bin/qf-board-guest
 # report a crash, the traffic program must notice, and after the host restarts the MCU the
 # driver must re-attach to GENERATION and traffic must flow again.
 crash_and_recover() {
-  # `check` sets `name` too: keep ours in `case_name`.
-  case_name=$1 name=$1 fault=$2 generation=$3 epoch=$4
+  name=$1 fault=$2 generation=$3 epoch=$4
   crashes_before=$(count_dmesg 'crash detected in')
   $qfg frames --count 1000000 --epoch "$epoch" >/tmp/bg.log 2>&1 &
   bg=$!
@@ -36,7 +35,7 @@ crash_and_recover() {
   wait_for 60 channel && wait_for 10 ctrl_dev
   check "$name-traffic-resumes" $qfg frames --count 1000 --epoch $((epoch + 1))
   wait_for 10 test -c /dev/qfabric0
-  check "$case_name-qfdev-resumes" $qfg dev-frames --count 1000 --epoch $((epoch + 1))
+  check "$name-qfdev-resumes" $qfg dev-frames --count 1000 --epoch $((epoch + 1))
 }
 
 echo "QFTEST PLAN 43"

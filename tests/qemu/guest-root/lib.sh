@@ -8,14 +8,15 @@
 pass() { echo "QFTEST PASS $1 ${2:-}"; }
 fail() { echo "QFTEST FAIL $1 ${2:-}"; }
 # check NAME COMMAND...: PASS with the command's last output line, FAIL with its last lines.
+# Its variables are local (busybox ash): a caller's `name` survives it.
 check() {
-  name=$1; shift
-  if check_out=$("$@" 2>&1); then pass "$name" "$(echo "$check_out" | tail -n 1)"
-  else fail "$name" "$(echo "$check_out" | tail -n 3 | tr '\n' ' ')"; fi
+  local check_name=$1 check_out; shift
+  if check_out=$("$@" 2>&1); then pass "$check_name" "$(echo "$check_out" | tail -n 1)"
+  else fail "$check_name" "$(echo "$check_out" | tail -n 3 | tr '\n' ' ')"; fi
 }
 # wait_for SECONDS COMMAND...: until the command succeeds, polling every 100 ms.
 wait_for() {
-  limit=$(( $1 * 10 )); shift; i=0
+  local limit=$(( $1 * 10 )) i=0; shift
   while [ $i -lt $limit ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; i=$((i + 1)); done
   return 1
 }
