@@ -1,0 +1,190 @@
+/*
+ * The qfabric syscalls from user mode (CONFIG_USERSPACE, patched kernel): a user thread runs its
+ * own periodic cycles on its own CBS budget, and the verification handlers (src/syscalls.c)
+ * stop with a kernel oops what a user thread must not do: negative durations, setting a
+ * deadline-miss callback (it would run in interrupt context) and configuring a thread it has no
+ * permission on.
+ *
+ * The qfabric calls run in the syscall handlers on the thread's privileged stack, and budget
+ * exhaustions interrupt user code: this suite is the only one that exercises either.
+ *
+ * Each case runs one fresh user thread. Results travel back in ZTEST_BMEM variables (which user
+ * threads may write) and are checked by the supervisor test thread after the join.
+ */
+#include <zephyr/kernel.h>
+#include <zephyr/ztest.h>
+#include <zephyr/ztest_error_hook.h>
+#include <string.h>
+#include <qfabric/qfabric.h>
+
+#define TICKS_PER_MS (CONFIG_SYS_CLOCK_TICKS_PER_SEC / 1000)
+#define WORKER_PRIO 5
+#define STACK_SIZE 2048
+/* Timer expiries and wake-ups land on the next tick boundary at the latest. */
+#define SLACK_TICKS 2
+#define CYCLES 3
+
+K_THREAD_STACK_DEFINE(user_stack, STACK_SIZE);
+static struct k_thread user_thread;
+/* A live thread the user threads are never given permission on. */
+K_THREAD_STACK_DEFINE(other_stack, 1024);
+static struct k_thread other_thread;
+
+static int ms(int milliseconds)
+{
+	return (int)k_ms_to_cyc_ceil32(milliseconds);
+}
+
+/* Runs @p entry in a new user thread (no inherited permissions: it may use only itself) and
+ * waits for it to end, normally or by an oops.
+ */
+static void run_user(k_thread_entry_t entry)
+{
+	k_thread_create(&user_thread, user_stack, STACK_SIZE, entry, NULL, NULL, NULL, WORKER_PRIO,
+			K_USER, K_NO_WAIT);
+	zassert_ok(k_thread_join(&user_thread, K_SECONDS(10)));
+}
+
+/* ---- what a user thread may do ---- */
+
+ZTEST_BMEM static bool was_user;
+ZTEST_BMEM static int period_status;
+ZTEST_BMEM static int budget_status;
+ZTEST_BMEM static int clear_status;
+ZTEST_BMEM static int deadline_status[CYCLES + 1];
+ZTEST_BMEM static int64_t woke_after[CYCLES + 1];
+
+static void periodic_user(void *a, void *b, void *c)
+{
+	k_tid_t self = k_current_get();
+
+	was_user = k_is_user_context();
+	period_status = k_thread_period_set(self, ms(20));
+	/* 3 ms of work per job on a 2 ms budget: the budget runs out in user code every cycle. */
+	budget_status = k_thread_cbs_budget_set(self, ms(2));
+	clear_status = k_thread_deadline_miss_callback_set(self, NULL, NULL);
+
+	int64_t release = k_uptime_ticks();
+
+	deadline_status[0] = k_thread_deadline_set(self, ms(20));
+	for (int cycle = 1; cycle <= CYCLES; cycle++) {
+		k_busy_wait(3000);
+		deadline_status[cycle] = k_thread_deadline_set(self, ms(20));
+		woke_after[cycle] = k_uptime_ticks() - release;
+	}
+}
+
+/* Drains the trace ring; returns how many budget exhaustions (B_ROUT) it held. */
+static int budget_exhaustions(void)
+{
+	struct qf_event e;
+	int count = 0;
+
+	while (qf_trace_pop(&e)) {
+		if (e.kind_len == strlen("B_ROUT") && strncmp(e.kind, "B_ROUT", e.kind_len) == 0) {
+			count++;
+		}
+	}
+	return count;
+}
+
+ZTEST(qfabric_user, test_user_thread_runs_periodic_cycles_on_its_budget)
+{
+	(void)budget_exhaustions();
+	memset(deadline_status, 0xff, sizeof(deadline_status));
+	run_user(periodic_user);
+
+	zassert_true(was_user, "the worker ran in user mode");
+	zassert_ok(period_status, "k_thread_period_set from user mode");
+	zassert_ok(budget_status, "k_thread_cbs_budget_set from user mode");
+	zassert_ok(clear_status, "a user thread may clear its deadline-miss callback");
+	for (int cycle = 0; cycle <= CYCLES; cycle++) {
+		zassert_ok(deadline_status[cycle], "k_thread_deadline_set, cycle %d", cycle);
+	}
+	for (int cycle = 1; cycle <= CYCLES; cycle++) {
+		zassert_true(woke_after[cycle] >= cycle * 20 * TICKS_PER_MS &&
+				     woke_after[cycle] <= cycle * 20 * TICKS_PER_MS + SLACK_TICKS,
+			     "cycle %d released %lld ticks after the first", cycle,
+			     woke_after[cycle]);
+	}
+	/* Only the worker has a budget here, so every exhaustion traced is its own. */
+	zassert_true(budget_exhaustions() >= CYCLES, "the budget ran out in every cycle");
+}
+
+/* ---- what the verification handlers refuse ---- */
+
+ZTEST_BMEM static bool returned;
+
+static void on_miss(k_tid_t thread, void *arg)
+{
+	ARG_UNUSED(thread);
+	ARG_UNUSED(arg);
+}
+
+static void negative_period(void *a, void *b, void *c)
+{
+	ztest_set_fault_valid(true);
+	(void)k_thread_period_set(k_current_get(), -1);
+	returned = true;
+}
+
+static void negative_budget(void *a, void *b, void *c)
+{
+	ztest_set_fault_valid(true);
+	(void)k_thread_cbs_budget_set(k_current_get(), -1);
+	returned = true;
+}
+
+static void miss_callback(void *a, void *b, void *c)
+{
+	ztest_set_fault_valid(true);
+	(void)k_thread_deadline_miss_callback_set(k_current_get(), on_miss, NULL);
+	returned = true;
+}
+
+static void foreign_thread(void *a, void *b, void *c)
+{
+	ztest_set_fault_valid(true);
+	(void)k_thread_period_set(&other_thread, ms(20));
+	returned = true;
+}
+
+/* Runs @p entry as a user thread and checks its call never returned: an oops ended it. */
+static void expect_oops(k_thread_entry_t entry)
+{
+	returned = false;
+	run_user(entry);
+	zassert_false(returned, "the syscall returned to user mode instead of oopsing");
+}
+
+ZTEST(qfabric_user, test_negative_period_oopses)
+{
+	expect_oops(negative_period);
+}
+
+ZTEST(qfabric_user, test_negative_budget_oopses)
+{
+	expect_oops(negative_budget);
+}
+
+ZTEST(qfabric_user, test_setting_a_miss_callback_oopses)
+{
+	expect_oops(miss_callback);
+}
+
+static void other_body(void *a, void *b, void *c)
+{
+	k_sleep(K_FOREVER);
+}
+
+ZTEST(qfabric_user, test_configuring_a_thread_without_permission_oopses)
+{
+	k_thread_create(&other_thread, other_stack, K_THREAD_STACK_SIZEOF(other_stack), other_body,
+			NULL, NULL, NULL, WORKER_PRIO, 0, K_NO_WAIT);
+	expect_oops(foreign_thread);
+	/* Nothing reached the scheduler: the thread has no control block. */
+	zassert_equal(qf_thread_slot(&other_thread), -1);
+	k_thread_abort(&other_thread);
+}
+
+ZTEST_SUITE(qfabric_user, NULL, NULL, NULL, NULL, NULL);
