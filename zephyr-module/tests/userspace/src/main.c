@@ -35,14 +35,55 @@ static int ms(int milliseconds)
 	return (int)k_ms_to_cyc_ceil32(milliseconds);
 }
 
+/* How much of the worker's privileged stack (where its syscalls run) was used, in bytes, or -1
+ * where that stack cannot be inspected. Paint it before the thread starts, count what is left.
+ */
+#define PAINT 0xa5
+#define FRAME_ROOM 64 /* the initial exception frame k_thread_create put at its top */
+
+static int priv_stack_used = -1;
+
+#if defined(CONFIG_ARM) && defined(CONFIG_USERSPACE)
+static void priv_stack_paint(struct k_thread *thread)
+{
+	memset((void *)thread->arch.priv_stack_start, PAINT,
+	       thread->arch.priv_stack_end - thread->arch.priv_stack_start - FRAME_ROOM);
+}
+
+static int priv_stack_measure(struct k_thread *thread)
+{
+	const uint8_t *p = (const uint8_t *)thread->arch.priv_stack_start;
+	const uint8_t *end = (const uint8_t *)thread->arch.priv_stack_end;
+
+	while (p < end && *p == PAINT) {
+		p++;
+	}
+	return (int)(end - p);
+}
+#else
+static void priv_stack_paint(struct k_thread *thread)
+{
+	ARG_UNUSED(thread);
+}
+
+static int priv_stack_measure(struct k_thread *thread)
+{
+	ARG_UNUSED(thread);
+	return -1;
+}
+#endif
+
 /* Runs @p entry in a new user thread (no inherited permissions: it may use only itself) and
  * waits for it to end, normally or by an oops.
  */
 static void run_user(k_thread_entry_t entry)
 {
 	k_thread_create(&user_thread, user_stack, STACK_SIZE, entry, NULL, NULL, NULL, WORKER_PRIO,
-			K_USER, K_NO_WAIT);
+			K_USER, K_FOREVER);
+	priv_stack_paint(&user_thread);
+	k_thread_start(&user_thread);
 	zassert_ok(k_thread_join(&user_thread, K_SECONDS(10)));
+	priv_stack_used = priv_stack_measure(&user_thread);
 }
 
 /* ---- what a user thread may do ---- */
@@ -109,6 +150,16 @@ ZTEST(qfabric_user, test_user_thread_runs_periodic_cycles_on_its_budget)
 	}
 	/* Only the worker has a budget here, so every exhaustion traced is its own. */
 	zassert_true(budget_exhaustions() >= CYCLES, "the budget ran out in every cycle");
+	/* The heaviest qfabric syscall path (admission control's 128-bit division in the first
+	 * k_thread_deadline_set) must leave room on the default privileged stack.
+	 */
+	if (priv_stack_used >= 0) {
+		TC_PRINT("privileged stack used: %d of %d bytes\n", priv_stack_used,
+			 CONFIG_PRIVILEGED_STACK_SIZE);
+		zassert_true(priv_stack_used <= CONFIG_PRIVILEGED_STACK_SIZE * 3 / 4,
+			     "syscalls used %d of the %d-byte privileged stack", priv_stack_used,
+			     CONFIG_PRIVILEGED_STACK_SIZE);
+	}
 }
 
 /* ---- what the verification handlers refuse ---- */
