@@ -1,6 +1,7 @@
 /*
  * The qfabric syscalls from user mode (CONFIG_USERSPACE, patched kernel): a user thread runs its
- * own periodic cycles on its own CBS budget, and the verification handlers (src/syscalls.c)
+ * own periodic cycles on its own CBS budget, a supervisor's deadline-miss callback watches a
+ * user thread's jobs, and the verification handlers (src/syscalls.c)
  * stop with a kernel oops what a user thread must not do: negative durations, setting a
  * deadline-miss callback (it would run in interrupt context) and configuring a thread it has no
  * permission on.
@@ -76,14 +77,22 @@ static int priv_stack_measure(struct k_thread *thread)
 /* Runs @p entry in a new user thread (no inherited permissions: it may use only itself) and
  * waits for it to end, normally or by an oops.
  */
-static void run_user(k_thread_entry_t entry)
+static void run_user_configured(k_thread_entry_t entry, void (*configure)(k_tid_t thread))
 {
 	k_thread_create(&user_thread, user_stack, STACK_SIZE, entry, NULL, NULL, NULL, WORKER_PRIO,
 			K_USER, K_FOREVER);
+	if (configure != NULL) {
+		configure(&user_thread);
+	}
 	priv_stack_paint(&user_thread);
 	k_thread_start(&user_thread);
 	zassert_ok(k_thread_join(&user_thread, K_SECONDS(10)));
 	priv_stack_used = priv_stack_measure(&user_thread);
+}
+
+static void run_user(k_thread_entry_t entry)
+{
+	run_user_configured(entry, NULL);
 }
 
 /* ---- what a user thread may do ---- */
@@ -160,6 +169,49 @@ ZTEST(qfabric_user, test_user_thread_runs_periodic_cycles_on_its_budget)
 			     "syscalls used %d of the %d-byte privileged stack", priv_stack_used,
 			     CONFIG_PRIVILEGED_STACK_SIZE);
 	}
+}
+
+/* A supervisor watches a user thread: it sets the thread's miss callback (which user mode may
+ * not) before the thread starts, and the callback runs in the timer interrupt that finds the
+ * user code still in its job at the deadline.
+ */
+static int64_t missed_at;
+static k_tid_t missed_thread;
+static void *missed_arg;
+ZTEST_BMEM static int64_t job_released;
+ZTEST_BMEM static int late_status;
+
+static void on_late_job(k_tid_t thread, void *arg)
+{
+	missed_at = k_uptime_ticks();
+	missed_thread = thread;
+	missed_arg = arg;
+}
+
+static void watch(k_tid_t thread)
+{
+	zassert_ok(k_thread_deadline_miss_callback_set(thread, on_late_job, &missed_at));
+}
+
+static void late_user_job(void *a, void *b, void *c)
+{
+	job_released = k_uptime_ticks();
+	late_status = k_thread_deadline_set(k_current_get(), ms(5));
+	k_busy_wait(8000);
+}
+
+ZTEST(qfabric_user, test_supervisor_miss_callback_fires_for_a_user_thread)
+{
+	missed_thread = NULL;
+	late_status = -1;
+	run_user_configured(late_user_job, watch);
+
+	zassert_ok(late_status, "k_thread_deadline_set from user mode");
+	zassert_equal(missed_thread, &user_thread, "the callback named the late thread");
+	zassert_equal(missed_arg, &missed_at, "the callback got its argument");
+	zassert_true(missed_at - job_released >= 5 * TICKS_PER_MS &&
+			     missed_at - job_released <= 5 * TICKS_PER_MS + SLACK_TICKS,
+		     "missed %lld ticks after the release, deadline 5 ms", missed_at - job_released);
 }
 
 /* ---- what the verification handlers refuse ---- */
