@@ -6,10 +6,17 @@
 //! is never held across a user copy or a sleep. `endpoint` (a mutex) is held across
 //! `rpmsg_send` so that `remove` cannot destroy the endpoint under a sender. The receive
 //! callback runs in process context (virtio rpmsg calls it under mutexes).
+//!
+//! Wakeups: each waiter slot has its own condition variable, so a reply wakes only the caller
+//! it belongs to instead of every caller on the channel (up to `MAX_WAITERS` of them, each of
+//! which would otherwise wake, take `state`, find its slot still waiting and sleep again).
+//! A slot has one owner at a time, and the owner checks its slot under `state` before every
+//! sleep, so a wakeup meant for a slot's previous owner is at worst one spurious wakeup.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::c_str;
 use kernel::error::code::*;
+use kernel::init::pin_init_array_from_fn;
 use kernel::prelude::*;
 use kernel::sync::{
     new_condvar, new_mutex, new_spinlock, CondVar, CondVarTimeoutResult, Mutex, SpinLock,
@@ -51,9 +58,9 @@ fn jiffies_until(deadline: i64) -> Option<kernel::time::Jiffies> {
 pub(crate) struct Channel {
     #[pin]
     pub(crate) state: SpinLock<State>,
-    /// Callers waiting for a reply.
+    /// Callers waiting for a reply: `replied[i]` is slept on by the owner of `slots[i]` only.
     #[pin]
-    pub(crate) replied: CondVar,
+    pub(crate) replied: [CondVar; MAX_WAITERS],
     /// Blocking readers.
     #[pin]
     pub(crate) readable: CondVar,
@@ -90,7 +97,8 @@ impl Channel {
                 queue,
                 stats: Stats::default(),
             }),
-            replied <- new_condvar!("qfabric_rpmsg::replied"),
+            // One lock class for all slots: they are used alike and never nest.
+            replied <- pin_init_array_from_fn(|_| new_condvar!("qfabric_rpmsg::replied")),
             readable <- new_condvar!("qfabric_rpmsg::readable"),
             poll_queue <- WaitQueue::new(
                 c_str!("qfabric_rpmsg::poll"),
@@ -128,7 +136,8 @@ impl Channel {
             slot.state = SlotState::Replied;
             s.stats.replies += 1;
             drop(s);
-            self.replied.notify_all();
+            // Only this slot's owner can use the reply; the other callers sleep on.
+            self.replied[i].notify_all();
             return;
         }
         if let Some(i) = s.find(key, &[SlotState::Abandoned]) {
@@ -199,7 +208,7 @@ impl Channel {
                 return Err(errno::etimedout());
             };
             if let CondVarTimeoutResult::Signal { .. } =
-                self.replied.wait_interruptible_timeout(&mut s, jiffies)
+                self.replied[slot].wait_interruptible_timeout(&mut s, jiffies)
             {
                 if s.slots[slot].state == SlotState::Replied {
                     continue; // the reply won the race: deliver it
@@ -397,7 +406,10 @@ impl Channel {
     pub(crate) fn shut_down(&self) -> Option<Endpoint> {
         self.misc.deregister();
         self.state.lock().alive = false;
-        self.replied.notify_all();
+        // Every waiting caller must see `alive == false`, whichever slot it sleeps on.
+        for replied in &self.replied {
+            replied.notify_all();
+        }
         self.readable.notify_all();
         self.poll_queue.wake_all();
         // Waits for a sender inside `rpmsg_send`.
