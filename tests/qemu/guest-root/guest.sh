@@ -77,13 +77,35 @@ check qfdev-load insmod /qfabric_rpmsg.ko
 if wait_for 10 test -c /dev/qfabric0; then pass qfdev-node "$(dmesg | grep 'qfabric_rpmsg: /dev/qfabric0' | tail -n 1)"
 else fail qfdev-node "no /dev/qfabric0: $(dmesg | grep qfabric_rpmsg | tail -n 2 | tr '\n' ' ')"; fi
 check qfdev-frames-10000 $qfg dev-frames --count 10000 --epoch 5
-check qfdev-concurrent $qfg dev-concurrent --threads 8 --count 500 --epoch 6
+stat_of() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+# Every waiter slot in use (32 callers, the driver's MAX_WAITERS), so every slot's wakeup is
+# exercised: each reply must reach its own caller (dev-concurrent compares every reply byte for
+# byte with what that caller's request gets). A caller its reply does not wake still gets the
+# reply when its 5 s deadline ends the sleep, so lost wakeups show only as time: the 4000 calls
+# take a few seconds, and `timeout` fails the run long before lost wakeups on even a tenth of
+# them (one per thread costs 5 s) would let it finish. QF_IOC_STATS sampled meanwhile must show
+# several callers waiting at once, or the calls ran one after another and proved nothing.
+rm -f /tmp/concurrent.status
+concurrent_started=$(date +%s)
+( timeout 60 $qfg dev-concurrent --threads 32 --count 125 --epoch 6 >/tmp/concurrent.log 2>&1
+  echo $? >/tmp/concurrent.status ) &
+peak_in_flight=0
+while [ ! -e /tmp/concurrent.status ]; do
+  in_flight=$(stat_of in_flight "$($qfg dev-stats 2>/dev/null)")
+  [ "${in_flight:-0}" -gt "$peak_in_flight" ] && peak_in_flight=$in_flight
+  sleep 0.1
+done
+wait
+concurrent_status=$(cat /tmp/concurrent.status)
+concurrent_took="$(( $(date +%s) - concurrent_started )) s"
+if [ "$concurrent_status" -eq 0 ] && [ "$peak_in_flight" -ge 2 ]; then
+  pass qfdev-concurrent "$concurrent_took, up to $peak_in_flight callers waiting at once; $(tail -n 1 /tmp/concurrent.log)"
+else fail qfdev-concurrent "status $concurrent_status after $concurrent_took (143: stopped by timeout), up to $peak_in_flight waiting at once: $(tail -n 3 /tmp/concurrent.log | tr '\n' ' ')"; fi
 check qfdev-abuse $qfg dev-abuse --epoch 7
 check qfdev-latency-10000 $qfg dev-latency --count 10000 --epoch 8
 # Garbage from the MCU (a broken or hostile remote): 200 frames that answer nothing, 4 in 5 no
 # QFabric response at all (counted as malformed), 1 in 5 a stray response (queued for read(), 32
 # at most, the rest dropped and counted). Sent to the endpoint that last wrote: /dev/qfabric0's.
-stat_of() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 # Three calls make /dev/qfabric0 the last writer (ids from 1; dev-frames below numbers from 2^40).
 $qfg dev-latency --count 3 --epoch 9 >/dev/null
 before=$($qfg dev-stats)
