@@ -82,9 +82,11 @@ stat_of() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 # exercised: each reply must reach its own caller (dev-concurrent compares every reply byte for
 # byte with what that caller's request gets). A caller its reply does not wake still gets the
 # reply when its 5 s deadline ends the sleep, so lost wakeups show only as time: the 4000 calls
-# take a few seconds, and `timeout` fails the run long before lost wakeups on even a tenth of
-# them (one per thread costs 5 s) would let it finish. QF_IOC_STATS sampled meanwhile must show
-# several callers waiting at once, or the calls ran one after another and proved nothing.
+# take seconds, while replies that wake nobody would make each of them wait out its deadline
+# (125 x 5 s per thread), far beyond `timeout`. A reply that wakes another slot's caller instead
+# is not caught here (with every slot busy a neighbour's reply wakes each caller soon enough);
+# the single-caller checks, whose caller has no neighbour, stall on it. QF_IOC_STATS sampled
+# meanwhile must show several callers waiting at once, or the calls ran one after another.
 rm -f /tmp/concurrent.status
 concurrent_started=$(date +%s)
 ( timeout 60 $qfg dev-concurrent --threads 32 --count 125 --epoch 6 >/tmp/concurrent.log 2>&1
