@@ -80,16 +80,19 @@ check qfdev-frames-10000 $qfg dev-frames --count 10000 --epoch 5
 stat_of() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 # Every waiter slot in use (32 callers, the driver's MAX_WAITERS), so every slot's wakeup is
 # exercised: each reply must reach its own caller (dev-concurrent compares every reply byte for
-# byte with what that caller's request gets). A caller its reply does not wake still gets the
-# reply when its 5 s deadline ends the sleep, so lost wakeups show only as time: the 4000 calls
-# take seconds, while replies that wake nobody would make each of them wait out its deadline
-# (125 x 5 s per thread), far beyond `timeout`. A reply that wakes another slot's caller instead
-# is not caught here (with every slot busy a neighbour's reply wakes each caller soon enough);
-# the single-caller checks, whose caller has no neighbour, stall on it. QF_IOC_STATS sampled
-# meanwhile must show several callers waiting at once, or the calls ran one after another.
+# byte with what that caller's request gets). The MCU holds each reply 2 ms (it answers one
+# request at a time), so the callers pile up in the kernel for the whole run instead of finishing
+# in a fraction of a second, and QF_IOC_STATS sampled meanwhile must show several waiting at once.
+# A caller its reply does not wake still gets the reply when its 5 s deadline ends the sleep, so
+# lost wakeups show only as time: the 1600 calls take about 4 s, while replies that wake nobody
+# would make each wait out its deadline (50 x 5 s per thread), far beyond `timeout`. A reply that
+# wakes another slot's caller instead is not caught here (with every slot busy a neighbour's
+# reply wakes each caller soon enough); the single-caller checks, with no neighbour, stall on it.
+host latency-us 2000
+sleep 1 # the harness polls the console every 200 ms
 rm -f /tmp/concurrent.status
 concurrent_started=$(date +%s)
-( timeout 60 $qfg dev-concurrent --threads 32 --count 125 --epoch 6 >/tmp/concurrent.log 2>&1
+( timeout 60 $qfg dev-concurrent --threads 32 --count 50 --epoch 6 >/tmp/concurrent.log 2>&1
   echo $? >/tmp/concurrent.status ) &
 peak_in_flight=0
 while [ ! -e /tmp/concurrent.status ]; do
@@ -100,6 +103,8 @@ done
 wait
 concurrent_status=$(cat /tmp/concurrent.status)
 concurrent_took="$(( $(date +%s) - concurrent_started )) s"
+host latency-us 0
+sleep 1
 if [ "$concurrent_status" -eq 0 ] && [ "$peak_in_flight" -ge 2 ]; then
   pass qfdev-concurrent "$concurrent_took, up to $peak_in_flight callers waiting at once; $(tail -n 1 /tmp/concurrent.log)"
 else fail qfdev-concurrent "status $concurrent_status after $concurrent_took (143: stopped by timeout), up to $peak_in_flight waiting at once: $(tail -n 3 /tmp/concurrent.log | tr '\n' ' ')"; fi
