@@ -40,9 +40,17 @@ fn grew(before: &QfStats, after: &QfStats) -> [u64; 4] {
     ]
 }
 
+/// A reply that waited longer than this for its caller to run was not what woke the caller:
+/// its deadline was (the wake-up normally takes microseconds, milliseconds on a loaded TCG
+/// guest; a caller woken by its deadline wakes about `REPLY_TIMEOUT` after its reply).
+const LOST_WAKEUP: Duration = Duration::from_millis(REPLY_TIMEOUT.as_millis() as u64 / 2);
+
 /// `threads` threads share `device`, each making `count` invocations with ids of its own; every
-/// reply must be byte-identical to what the local dispatcher answers to that thread's request.
-/// Afterwards no caller may be waiting and every invocation must have had its reply.
+/// reply must be byte-identical to what the local dispatcher answers to that thread's request
+/// and must have woken its own caller (checked with the kernel's timestamps: a reply whose
+/// caller slept on to its deadline, e.g. because the reply woke another slot, is a failure, not
+/// just a slow call). Afterwards no caller may be waiting and every invocation must have had its
+/// reply.
 pub fn concurrent(device: &Device, threads: u64, count: u64, epoch: u32) -> Result<()> {
     let before = device.stats()?;
     let results: Vec<Result<u64>> = std::thread::scope(|scope| {
@@ -53,12 +61,15 @@ pub fn concurrent(device: &Device, threads: u64, count: u64, epoch: u32) -> Resu
                     let mut request = [0u8; MAX_FRAME_LEN];
                     for i in 0..count {
                         let len = mirror.request(i, &mut request)?;
-                        exchange(
-                            device,
-                            &mut mirror,
-                            &request[..len],
-                            &format!("thread {t} call {i}"),
-                        )?;
+                        let what = format!("thread {t} call {i}");
+                        let reply = exchange(device, &mut mirror, &request[..len], &what)?;
+                        let waking = reply.kernel.waking();
+                        if waking > LOST_WAKEUP {
+                            bail!(
+                                "{what}: the reply waited {:.3} s for its caller to wake (its deadline woke it, not the reply)",
+                                waking.as_secs_f64()
+                            );
+                        }
                     }
                     Ok(count)
                 })
