@@ -33,10 +33,17 @@
  *
  * Left out, so the baseline is if anything cheaper than the paper's hooks: the trace_cbs() call
  * its timer callback makes, and the deadline-miss timer (the paper's test tasks have no
- * callback). The callback's deadline is the thread's own minus one cycle, not one period later:
- * the running thread then stays strictly first in the run queue, so k_reschedule() does the
- * same work without switching inside the measured call; the deadline is put back afterwards,
- * outside it.
+ * callback).
+ *
+ * The callback postpones the thread's deadline by one server period, as the paper's does (CBS:
+ * d = d + T), so the run-queue re-insertion walks past every ready thread whose deadline is
+ * now earlier, and k_reschedule() may pick another thread: the work of a real budget
+ * exhaustion, and what qfabric's B_ROUT pays. (Until this was changed the baseline set the
+ * deadline one cycle earlier instead, keeping the thread first in the queue: the cheapest
+ * re-insertion there is, which flattered the paper's B_ROUT.) No switch happens inside the
+ * call: it runs in the timer interrupt, where k_reschedule() only updates the scheduler's
+ * cache. The deadline and the cache are put back afterwards, outside the measured call, so the
+ * test case's schedule does not change.
  */
 #include <zephyr/kernel.h>
 
@@ -66,7 +73,7 @@ __noinline void paper_baseline_switched_out(void)
 	start_tick = 0;
 }
 
-__noinline void paper_baseline_budget_expired(int64_t max_budget)
+__noinline void paper_baseline_budget_expired(int64_t max_budget, int period_cycles)
 {
 	int64_t now = k_uptime_ticks();
 	struct k_thread *thread = k_current_get();
@@ -74,13 +81,14 @@ __noinline void paper_baseline_budget_expired(int64_t max_budget)
 	start_tick = now;
 	current_budget = max_budget;
 	k_timer_start(&budget_timer, K_TICKS(max_budget), K_FOREVER);
-	z_impl_k_thread_absolute_deadline_set(thread, thread->base.prio_deadline - 1);
+	z_impl_k_thread_absolute_deadline_set(thread, thread->base.prio_deadline + period_cycles);
 	k_reschedule();
 }
 
-/* The thread whose job start armed the expiry, and its budget. */
+/* The thread whose job start armed the expiry, its budget and server period. */
 static struct k_thread *expiry_thread;
 static int64_t expiry_budget;
+static int expiry_period_cycles;
 
 /* A timer expiry (sys_clock_announce, interrupt context), like the paper's budget callback. */
 static void expiry_fired(struct k_timer *timer)
@@ -93,9 +101,10 @@ static void expiry_fired(struct k_timer *timer)
 		return; /* another thread runs: its queue position differs, so no sample */
 	}
 	deadline = thread->base.prio_deadline;
-	paper_baseline_budget_expired(expiry_budget);
+	paper_baseline_budget_expired(expiry_budget, expiry_period_cycles);
 	k_timer_stop(&budget_timer);
 	z_impl_k_thread_absolute_deadline_set(thread, deadline);
+	k_reschedule(); /* the cache again names this thread, first again */
 }
 
 static K_TIMER_DEFINE(expiry_timer, expiry_fired, NULL);
@@ -114,10 +123,11 @@ void paper_baseline_job_end(int64_t budget_ticks)
 	irq_unlock(key);
 }
 
-void paper_baseline_job_start(int64_t budget_ticks)
+void paper_baseline_job_start(int64_t budget_ticks, int period_cycles)
 {
 	paper_baseline_job_end(budget_ticks); /* the same switch hooks */
 	expiry_thread = k_current_get();
 	expiry_budget = budget_ticks;
+	expiry_period_cycles = period_cycles;
 	k_timer_start(&expiry_timer, K_NO_WAIT, K_NO_WAIT); /* the next tick */
 }

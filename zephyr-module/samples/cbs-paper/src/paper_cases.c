@@ -133,7 +133,8 @@ static void run_server(void *task, void *b, void *c)
 		}
 		(void)deadline_set(k_current_get(), cycles(t->period_ns));
 		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
-			paper_baseline_job_start(paper_case_ticks(running, t->budget_ns));
+			paper_baseline_job_start(paper_case_ticks(running, t->budget_ns),
+						 cycles(t->period_ns));
 		}
 		execute(t->jobs[j].work_ns);
 	}
