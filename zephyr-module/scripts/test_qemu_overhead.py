@@ -59,6 +59,38 @@ class MeasureTest(unittest.TestCase):
         events = list(overhead.measure(lines, {0x604: "return"}))
         self.assertEqual([(e, c) for e, c, _ in events], [("B_ROUT", 3)])
 
+    def test_the_paper_callback_counts_with_its_k_timer_layer_but_not_the_harness(self):
+        lines = trace(
+            (0x10, "sys_clock_announce"),
+            (0x700, "z_timer_expiration_handler"),
+            (0x702, "z_timer_expiration_handler"),  # blx: the expiry function
+            (0x800, "expiry_fired"),  # the harness: not counted
+            (0x802, "expiry_fired"),  # bl
+            (0x900, "paper_baseline_budget_expired"),  # counted again, and a hook of its own
+            (0x902, "paper_baseline_budget_expired"),  # bl
+            (0xa00, "k_reschedule"),
+            (0xa02, "k_reschedule"),  # bx lr
+            (0x904, "paper_baseline_budget_expired"),  # pop {pc}
+            (0x804, "expiry_fired"),  # bl: restoring the deadline, not counted
+            (0xb00, "z_impl_k_thread_absolute_deadline_set"),
+            (0xb02, "z_impl_k_thread_absolute_deadline_set"),  # bx lr
+            (0x806, "expiry_fired"),  # pop {pc}
+            (0x704, "z_timer_expiration_handler"),
+            (0x706, "z_timer_expiration_handler"),  # pop {pc}
+            (0x12, "sys_clock_announce"),
+        )
+        kinds = {0x702: "call", 0x802: "call", 0x902: "call", 0xa02: "return",
+                 0x904: "return", 0x804: "call", 0xb02: "return", 0x806: "return",
+                 0x706: "return"}
+        events = list(overhead.measure(lines, kinds))
+        self.assertEqual([(e, c) for e, c, _ in events],
+                         [("paper B_ROUT", 5), ("paper B_ROUT (k_timer)", 9)])
+        layer = events[1][2]
+        self.assertEqual(layer["z_timer_expiration_handler"], 4)
+        self.assertEqual(layer["k_reschedule"], 2)
+        self.assertEqual(layer["expiry_fired"], 0)
+        self.assertEqual(layer["z_impl_k_thread_absolute_deadline_set"], 0)
+
 
 class ListingKindsTest(unittest.TestCase):
     """Calls and returns as binutils' objdump -d prints them, per instruction set."""
@@ -114,6 +146,17 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(found.samples["B_ROUT"], [300])
         self.assertEqual(found.plain["B_ROUT"], [30])
         self.assertEqual(found.samples["paper B_ROUT"], [250])
+
+    def test_only_k_timer_expiries_around_the_paper_callback_are_samples(self):
+        found = overhead.classify([
+            ("paper B_ROUT (k_timer)", 300,
+             {"z_timer_expiration_handler": 40, "expiry_fired": 0,
+              "paper_baseline_budget_expired": 27}),
+            ("paper B_ROUT (k_timer)", 50, {"z_timer_expiration_handler": 40,
+                                            "expiry_fired": 0}),  # another thread ran
+        ])
+        self.assertEqual(found.samples["paper B_ROUT (k_timer)"], [300])
+        self.assertEqual(dict(found.plain), {})
 
     def test_a_sample_that_ran_the_timer_reprogramming_is_marked(self):
         found = overhead.classify([
