@@ -327,7 +327,7 @@ impl ControlBlock {
         id: ThreadId,
         now: u64,
     ) {
-        self.exhaust(kernel, ring, id, now);
+        let _ = self.exhaust(kernel, ring, id, now);
     }
 
     /// SWT_TO: the thread got the CPU.
@@ -378,6 +378,11 @@ impl ControlBlock {
     }
 
     /// The thread's timer fired: check the deadline and the budget, then re-arm.
+    ///
+    /// What the common budget exhaustion (B_ROUT) does not need — a deadline miss, a hard
+    /// reservation's throttling, an overrun callback — is out of line and cold, so the expiry
+    /// keeps few values live and saves few registers; B_ROUT then re-aims the timer from the
+    /// values at hand (as `switched_in` does) instead of through `rearm`.
     #[inline]
     pub(crate) fn timer_expired<K: Kernel, const E: usize>(
         &mut self,
@@ -388,34 +393,55 @@ impl ControlBlock {
     ) {
         self.timer_at = None;
         if let Some(missed) = self.miss_at.filter(|&at| now >= at) {
-            self.miss_at = None;
-            ring.push(Event {
-                time: now,
-                thread: id,
-                kind: EventKind::DeadlineMiss,
-                budget: self.server.budget,
-                deadline: missed,
-            });
-            if let Some(callback) = self.miss_callback {
-                (callback.func)(&Notice {
-                    thread: id,
-                    time: now,
-                    deadline: missed,
-                    arg: callback.arg,
-                });
-            }
+            self.deadline_missed(ring, id, now, missed);
         }
         if let Some(since) = self.budget_running_since.filter(|_| self.cycle_served) {
-            if now.saturating_sub(since) >= self.server.budget {
-                // `exhaust` sets the budget and its clock in either mode.
-                self.exhaust(kernel, ring, id, now);
+            if now.saturating_sub(since) >= self.server.budget
+                && self.exhaust(kernel, ring, id, now)
+            {
+                // The clock restarted at `now` on a full budget: `rearm` from the values at hand,
+                // and without `aim_timer`'s comparison (`timer_at` was cleared above).
+                let exhaustion = now.saturating_add(self.server.budget);
+                let target = self.miss_at.map_or(exhaustion, |miss| miss.min(exhaustion));
+                self.timer_at = Some(target);
+                kernel.timer_arm(id, target);
+                return;
             }
         }
         self.rearm(kernel, id);
     }
 
+    /// The cycle is still running at its deadline `missed`: DEADLINE_MISS and the callback.
+    #[cold]
+    #[inline(never)]
+    fn deadline_missed<const E: usize>(
+        &mut self,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+        missed: u64,
+    ) {
+        self.miss_at = None;
+        ring.push(Event {
+            time: now,
+            thread: id,
+            kind: EventKind::DeadlineMiss,
+            budget: self.server.budget,
+            deadline: missed,
+        });
+        if let Some(callback) = self.miss_callback {
+            (callback.func)(&Notice {
+                thread: id,
+                time: now,
+                deadline: missed,
+                arg: callback.arg,
+            });
+        }
+    }
+
     /// The budget is used up while the job still runs (the clock is running): B_ROUT, or
-    /// throttling in hard-reservation mode when the server deadline is still ahead.
+    /// throttling in hard-reservation mode when the server deadline is still ahead. Returns
+    /// whether the budget clock runs on (B_ROUT: restarted at `now` on a full budget).
     #[inline(always)]
     fn exhaust<K: Kernel, const E: usize>(
         &mut self,
@@ -423,24 +449,51 @@ impl ControlBlock {
         ring: &mut EventRing<E>,
         id: ThreadId,
         now: u64,
+    ) -> bool {
+        if self.hard_reservation && self.server.deadline > now {
+            self.throttle(kernel, ring, id, now);
+            return false;
+        }
+        self.server.postpone();
+        self.deadline = self.server.deadline;
+        self.budget_running_since = Some(now);
+        kernel.deadline_set(id, self.deadline);
+        self.record(ring, id, now, EventKind::BudgetReplenish);
+        if self.overrun_callback.is_some() {
+            self.notify_overrun(id, now);
+        }
+        kernel.reschedule();
+        true
+    }
+
+    /// [`Self::exhaust`] in hard-reservation mode with the server deadline ahead: the thread is
+    /// suspended until that deadline, which moves one server period on (THROTTLE).
+    #[cold]
+    #[inline(never)]
+    fn throttle<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
     ) {
         let old_deadline = self.server.deadline;
-        if self.hard_reservation && old_deadline > now {
-            self.server.budget = 0;
-            self.budget_running_since = None;
-            self.throttled_until = Some(old_deadline);
-            self.server.deadline = old_deadline.saturating_add(self.server.period);
-            self.deadline = self.server.deadline;
-            kernel.deadline_set(id, self.deadline);
-            self.record(ring, id, now, EventKind::Throttle);
-            kernel.suspend_until(id, old_deadline);
-        } else {
-            self.server.postpone();
-            self.deadline = self.server.deadline;
-            self.budget_running_since = Some(now);
-            kernel.deadline_set(id, self.deadline);
-            self.record(ring, id, now, EventKind::BudgetReplenish);
-        }
+        self.server.budget = 0;
+        self.budget_running_since = None;
+        self.throttled_until = Some(old_deadline);
+        self.server.deadline = old_deadline.saturating_add(self.server.period);
+        self.deadline = self.server.deadline;
+        kernel.deadline_set(id, self.deadline);
+        self.record(ring, id, now, EventKind::Throttle);
+        kernel.suspend_until(id, old_deadline);
+        self.notify_overrun(id, now);
+        kernel.reschedule();
+    }
+
+    /// Runs the budget-overrun callback, if one is set, after an exhaustion was handled.
+    #[cold]
+    #[inline(never)]
+    fn notify_overrun(&self, id: ThreadId, now: u64) {
         if let Some(callback) = self.overrun_callback {
             (callback.func)(&Notice {
                 thread: id,
@@ -449,7 +502,6 @@ impl ControlBlock {
                 arg: callback.arg,
             });
         }
-        kernel.reschedule();
     }
 
     /// Points the thread's one-shot timer at the earliest pending check, talking to the kernel

@@ -256,6 +256,35 @@ fn switching_away_charges_the_time_run_and_switching_back_resumes_with_the_rest(
 }
 
 #[test]
+fn after_an_exhaustion_the_timer_watches_a_deadline_miss_due_before_the_next_one() {
+    // Q = 3, job at 3 with deadline 11 and a miss callback: the budget runs out at 6 and 9;
+    // after the second refill the miss check at 11 comes before the next exhaustion at 12.
+    let (mut sched, mut k) = setup(&[T1]);
+    sched.cbs_budget_set(T1, 3).unwrap();
+    sched.deadline_miss_callback_set(T1, callback(5)).unwrap();
+    k.now = 3;
+    sched.switched_in(&mut k, T1).unwrap();
+    sched.deadline_set(&mut k, T1, 8).unwrap();
+    assert_eq!(k.armed(T1), Some(6));
+    k.now = 6;
+    sched.timer_expired(&mut k, T1).unwrap();
+    assert_eq!(k.armed(T1), Some(9));
+    k.now = 9;
+    sched.timer_expired(&mut k, T1).unwrap();
+    assert_eq!(
+        k.armed(T1),
+        Some(11),
+        "the miss check, not the exhaustion at 12"
+    );
+    assert!(notices().is_empty());
+    k.now = 11;
+    sched.timer_expired(&mut k, T1).unwrap();
+    let fired = notices();
+    assert_eq!((fired.len(), fired[0].deadline, fired[0].arg), (1, 11, 5));
+    assert_eq!(k.armed(T1), Some(12));
+}
+
+#[test]
 fn budget_exhaustion_with_work_left_postpones_the_deadline_and_refills() {
     let (mut sched, mut k) = cbs_thread_started_at_3();
     sched.budget_overrun_callback_set(T1, callback(9)).unwrap();
