@@ -205,14 +205,14 @@ pub extern "C" fn z_qf_switched_out(thread: *mut KThread, control: usize) {
     });
 }
 
-/// A slot's one-shot timer fired (timer interrupt) at tick `now`, which port.c has just read:
-/// deadline-miss check, budget exhaustion.
+/// A slot's one-shot timer fired (timer interrupt) at tick `now` (see port.c): deadline-miss
+/// check, budget exhaustion. Its kernel actions happen under the lock (see kernel.rs); only the
+/// C deadline-miss callback waits for the lock's release.
 #[no_mangle]
 pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     let id = ThreadId(slot);
-    let mut deferred = Deferred::default();
     let missed = with_state(|state| {
-        let mut kernel = ZephyrKernel::timer(&state.threads, now, &mut deferred);
+        let mut kernel = ZephyrKernel::timer(&state.threads, now);
         let _ = state.sched.timer_expired(&mut kernel, id);
         // Load and store, not a swap: the flag is only touched with the lock held, and a swap
         // is an exclusive-access loop on Arm.
@@ -227,7 +227,6 @@ pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     if let Some((callback, thread)) = missed {
         port::miss_callback(callback.func, thread, callback.arg);
     }
-    deferred.run();
 }
 
 /// `thread` is exiting (upstream thread_abort_hook): its control block returns to the pool.

@@ -1,6 +1,8 @@
-//! [`qf_sched::Kernel`] over Zephyr. Called with the qfabric lock held, so whatever would block
-//! or switch context (sleeping until the next period, throttling, rescheduling) is recorded in
-//! [`Deferred`] and carried out by [`Deferred::run`] once the lock is released.
+//! [`qf_sched::Kernel`] over Zephyr. Called with the qfabric lock held, so in a thread's API call
+//! whatever would block or switch context (sleeping until the next period, throttling,
+//! rescheduling) is recorded in [`Deferred`] and carried out by [`Deferred::run`] once the lock
+//! is released. A timer expiry runs in the timer interrupt, where none of these switches
+//! context, and does them at once.
 
 use qf_sched::{Kernel, ThreadId};
 
@@ -21,16 +23,30 @@ pub struct Deferred {
 /// nor reschedule).
 ///
 /// Built on every context switch and timer expiry, which are counted in instructions, so it is
-/// small: the entry's tick is read before (once, lock held), and the deferred actions go to
-/// the caller's [`Deferred`], which outlives the lock (one carried out by value would be
-/// copied on every entry). Entries from inside the scheduler have none: nothing they could
-/// defer may run there (see [`Deferred::run`]).
+/// small: the entry's tick is read before (once, lock held), and an API call's deferred actions
+/// go to the caller's [`Deferred`], which outlives the lock (one carried out by value would be
+/// copied on every entry). A timer expiry acts at once instead: it runs in the timer interrupt,
+/// where neither suspending a thread nor `k_reschedule` switches context (the switch happens
+/// when the interrupt returns), so nothing needs to wait for the lock's release, and the
+/// budget exhaustion (B_ROUT) carries no record of deferred actions. Entries from inside the
+/// scheduler have none: nothing they could defer may run there (see [`Deferred::run`]).
 pub struct ZephyrKernel<'a> {
     threads: &'a Registry,
-    /// The running thread whose API call this is (`None`: a timer or the scheduler).
-    caller: Option<Thread>,
     now: u64,
-    deferred: Option<&'a mut Deferred>,
+    context: Context<'a>,
+}
+
+/// Which entry a [`ZephyrKernel`] serves, and so what it may do.
+enum Context<'a> {
+    /// The running thread's API call: sleeping, throttling and rescheduling wait in `deferred`.
+    ApiCall {
+        caller: Thread,
+        deferred: &'a mut Deferred,
+    },
+    /// A timer expiry, in the timer interrupt: throttling and rescheduling happen at once.
+    Timer,
+    /// Inside the kernel's scheduler: nothing is done.
+    Scheduler,
 }
 
 impl<'a> ZephyrKernel<'a> {
@@ -44,20 +60,17 @@ impl<'a> ZephyrKernel<'a> {
     ) -> Self {
         ZephyrKernel {
             threads,
-            caller: Some(caller),
             now,
-            deferred: Some(deferred),
+            context: Context::ApiCall { caller, deferred },
         }
     }
 
-    /// A timer expiry at tick `now`, recording what must wait for the lock's release in
-    /// `deferred`.
-    pub fn timer(threads: &'a Registry, now: u64, deferred: &'a mut Deferred) -> Self {
+    /// A timer expiry at tick `now` (the timer interrupt).
+    pub fn timer(threads: &'a Registry, now: u64) -> Self {
         ZephyrKernel {
             threads,
-            caller: None,
             now,
-            deferred: Some(deferred),
+            context: Context::Timer,
         }
     }
 
@@ -65,15 +78,9 @@ impl<'a> ZephyrKernel<'a> {
     pub fn in_scheduler(threads: &'a Registry, now: u64) -> Self {
         ZephyrKernel {
             threads,
-            caller: None,
             now,
-            deferred: None,
+            context: Context::Scheduler,
         }
-    }
-
-    /// Where to record a deferred action (`None` inside the scheduler: it is dropped).
-    fn deferred(&mut self) -> Option<&mut Deferred> {
-        self.deferred.as_deref_mut()
     }
 }
 
@@ -95,41 +102,44 @@ impl Kernel for ZephyrKernel<'_> {
         if !handle.0.is_null() {
             port::deadline_set(handle, deadline);
             // A later deadline for the running thread must let an earlier one run now, not at
-            // the next scheduling point (upstream's deadline_set waits for one).
-            self.reschedule();
+            // the next scheduling point (upstream's deadline_set waits for one). In a timer
+            // expiry qf-sched asks for that itself right after every deadline it moves (budget
+            // exhaustion, throttling): asking here too would run `k_reschedule` twice.
+            if !matches!(self.context, Context::Timer) {
+                self.reschedule();
+            }
         }
     }
 
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         let handle = self.threads.thread(thread);
-        let own_call = self.caller == Some(handle);
-        let Some(deferred) = self.deferred() else {
-            return;
-        };
-        if own_call {
+        match &mut self.context {
             // The thread waits for its next periodic activation: it sleeps right after the call.
-            deferred.sleep_until = Some(at);
-        } else if !handle.0.is_null() {
-            deferred.throttle = Some((thread, handle, at));
+            Context::ApiCall { caller, deferred } if *caller == handle => {
+                deferred.sleep_until = Some(at);
+            }
+            Context::ApiCall { deferred, .. } if !handle.0.is_null() => {
+                deferred.throttle = Some((thread, handle, at));
+            }
+            Context::Timer if !handle.0.is_null() => port::throttle(thread.0, handle, at),
+            _ => {}
         }
     }
 
     fn reschedule(&mut self) {
-        if let Some(deferred) = self.deferred() {
-            deferred.reschedule = true;
+        match &mut self.context {
+            Context::ApiCall { deferred, .. } => deferred.reschedule = true,
+            Context::Timer => port::reschedule(),
+            Context::Scheduler => {}
         }
     }
 }
 
 impl Deferred {
-    /// Carries the recorded actions out; call with the lock released. Only API calls and timer
-    /// expiries have any: inside the scheduler nothing can be done (the kernel is already
-    /// choosing the next thread, and qf-sched only throttles from a switch hook in
-    /// hard-reservation mode, which the Zephyr API does not offer), so those entries record none
-    /// ([`ZephyrKernel::in_scheduler`]).
-    // Inlined into its two callers: a budget exhaustion (B_ROUT, counted) otherwise pays a call
-    // and a register save for three tests.
-    #[inline(always)]
+    /// Carries the recorded actions out; call with the lock released. Only API calls have any:
+    /// a timer expiry acts at once, and inside the scheduler nothing can be done (the kernel is
+    /// already choosing the next thread, and qf-sched only throttles from a switch hook in
+    /// hard-reservation mode, which the Zephyr API does not offer), so those entries record none.
     pub fn run(&self) {
         if let Some((id, thread, until)) = self.throttle {
             port::throttle(id.0, thread, until);

@@ -146,13 +146,15 @@ pub fn sleep_until(at: u64) {
 
 /// Suspends `thread` now and resumes it at tick `until`.
 pub fn throttle(slot: u16, thread: Thread, until: u64) {
-    // SAFETY: `thread` is registered in pool slot `slot`; called with the lock released.
+    // SAFETY: `thread` is registered in pool slot `slot`; called with the lock released, or
+    // held in the timer interrupt, where suspending switches no context (kernel.rs).
     unsafe { qf_port_throttle(slot, thread.0, until) }
 }
 
 /// Re-runs the kernel's scheduling decision (`k_reschedule`).
 pub fn reschedule() {
-    // SAFETY: k_reschedule has no preconditions; in an ISR it only refreshes the cache.
+    // SAFETY: k_reschedule has no preconditions; in an ISR (where the timer expiry calls it
+    // with the qfabric lock held) it only refreshes the cache and switches nothing.
     unsafe { qf_port_reschedule() }
 }
 
