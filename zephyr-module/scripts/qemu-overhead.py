@@ -213,13 +213,13 @@ def classify(events):
             if INCLUDED["z_timer_expiration_handler"] in per_function:
                 out.samples[event].append(count)
                 out.profiles[event].update(per_function)
-                out.reprogrammed[event].append(REPROGRAM in per_function)
+                out.reprogrammed[event].append(per_function.get(REPROGRAM, 0) > 0)
             continue
         work = REPLENISH if event == "B_ROUT" else CBS_WORK
         if event.startswith("paper ") or work & per_function.keys():
             out.samples[event].append(count)
             out.profiles[event].update(per_function)
-            out.reprogrammed[event].append(REPROGRAM in per_function)
+            out.reprogrammed[event].append(per_function.get(REPROGRAM, 0) > 0)
         elif event == "B_ROUT" or per_function.keys() - LOCKING:
             out.plain[event].append(count)
         else:

@@ -166,6 +166,14 @@ class ClassifyTest(unittest.TestCase):
         ])
         self.assertEqual(found.reprogrammed["SWT_TO"], [True, False])
         self.assertEqual(found.reprogrammed["paper SWT_AY"], [True])
+        # Reprogramming only in an excluded subtree (the harness around the paper's callback)
+        # is not the sample's.
+        found = overhead.classify([
+            ("paper B_ROUT (k_timer)", 288,
+             {"z_timer_expiration_handler": 35, "paper_baseline_budget_expired": 253,
+              "expiry_fired": 0, "sys_clock_set_timeout": 0}),
+        ])
+        self.assertEqual(found.reprogrammed["paper B_ROUT (k_timer)"], [False])
 
 
 class TableTest(unittest.TestCase):
