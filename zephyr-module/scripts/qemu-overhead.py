@@ -210,13 +210,13 @@ def classify(events):
         if event == "paper B_ROUT (k_timer)":
             # Only the k_timer expiries that ran the paper's callback; the others (none in the
             # sample, whose budget timer is always stopped before it expires) are not its work.
-            if INCLUDED["z_timer_expiration_handler"] in per_function:
-                out.samples[event].append(count)
-                out.profiles[event].update(per_function)
-                out.reprogrammed[event].append(per_function.get(REPROGRAM, 0) > 0)
-            continue
-        work = REPLENISH if event == "B_ROUT" else CBS_WORK
-        if event.startswith("paper ") or work & per_function.keys():
+            counted = INCLUDED["z_timer_expiration_handler"] in per_function
+            if not counted:
+                continue
+        else:
+            work = REPLENISH if event == "B_ROUT" else CBS_WORK
+            counted = event.startswith("paper ") or bool(work & per_function.keys())
+        if counted:
             out.samples[event].append(count)
             out.profiles[event].update(per_function)
             out.reprogrammed[event].append(per_function.get(REPROGRAM, 0) > 0)
