@@ -109,7 +109,16 @@ sleep 1
 if [ "$concurrent_status" -eq 0 ] && [ "$peak_in_flight" -ge 2 ]; then
   pass qfdev-concurrent "$concurrent_took, up to $peak_in_flight callers waiting at once; $(tail -n 1 /tmp/concurrent.log)"
 else fail qfdev-concurrent "status $concurrent_status after $concurrent_took (143: stopped by timeout), up to $peak_in_flight waiting at once: $(tail -n 3 /tmp/concurrent.log | tr '\n' ' ')"; fi
+# dev-abuse races a second party against the MCU's reply (a second caller with the same id:
+# EBUSY; a signal: EINTR; a 1 ms timeout: ETIMEDOUT). With replies in ~50 us the reply can win
+# every one of 100 attempts (seen once in CI: EINTR 0/100), so the MCU holds each reply 2 ms here:
+# every race is then decided by the second party, and the kernel's late-reply accounting is
+# exercised on every attempt instead of by chance.
+host latency-us 2000
+sleep 1 # the harness polls the console every 200 ms
 check qfdev-abuse $qfg dev-abuse --epoch 7
+host latency-us 0
+sleep 1
 check qfdev-latency-10000 $qfg dev-latency --count 10000 --epoch 8
 # Garbage from the MCU (a broken or hostile remote): 200 frames that answer nothing, 4 in 5 no
 # QFabric response at all (counted as malformed), 1 in 5 a stray response (queued for read(), 32
