@@ -1,5 +1,7 @@
 //! Binding the emulator's Unix sockets: a stale socket file from an earlier run is replaced, any
-//! other file at the path is refused and left alone, and the error names the path.
+//! other file at the path is refused and left alone, and the error names the path. The socket
+//! appears at its path already listening (bound under a temporary name beside it, then renamed),
+//! so a client that connects as soon as the path exists is never refused.
 
 use std::io;
 use std::os::unix::fs::FileTypeExt;
@@ -23,5 +25,79 @@ pub fn bind(path: &Path, what: &str) -> io::Result<UnixListener> {
             )
         })?;
     }
-    UnixListener::bind(path).map_err(|e| io::Error::new(e.kind(), format!("{what} {shown}: {e}")))
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{what} {shown}: {e}"));
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}~", std::process::id()));
+    let temporary = Path::new(&temporary);
+    let _ = std::fs::remove_file(temporary);
+    match UnixListener::bind(temporary) {
+        Ok(listener) => {
+            if let Err(e) = std::fs::rename(temporary, path) {
+                let _ = std::fs::remove_file(temporary);
+                return Err(named(e));
+            }
+            Ok(listener)
+        }
+        // A path near the 107-byte limit of a socket address has no room for the suffix: bind
+        // it directly (a client may then meet it a moment before it listens).
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+            UnixListener::bind(path).map_err(named)
+        }
+        Err(e) => Err(named(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixStream;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("qf-listen-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_socket_appears_listening_and_no_temporary_name_is_left() {
+        let dir = scratch("appears");
+        let path = dir.join("s.sock");
+        let _listener = bind(&path, "test socket").unwrap();
+        UnixStream::connect(&path).expect("listening as soon as the path exists");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["s.sock"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_stale_socket_is_replaced_and_any_other_file_refused_by_name() {
+        let dir = scratch("stale");
+        let path = dir.join("s.sock");
+        drop(bind(&path, "test socket").unwrap());
+        let _listener = bind(&path, "test socket").expect("the stale socket is replaced");
+        UnixStream::connect(&path).unwrap();
+        let file = dir.join("plain");
+        std::fs::write(&file, b"keep").unwrap();
+        let e = bind(&file, "control socket").unwrap_err();
+        assert!(e.to_string().starts_with("control socket "), "{e}");
+        assert!(e.to_string().contains("is not a socket"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"keep");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_path_with_no_room_for_the_temporary_suffix_is_bound_directly() {
+        let dir = scratch("long");
+        // 107 bytes in all, the longest a socket address holds.
+        let room = 107 - dir.as_os_str().len() - 1;
+        let path = dir.join("x".repeat(room));
+        assert_eq!(path.as_os_str().len(), 107);
+        let _listener = bind(&path, "test socket").unwrap();
+        UnixStream::connect(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
