@@ -124,6 +124,8 @@ pub struct BoardStats {
     /// lateness and compute time in nanoseconds).
     pub chain_running: bool,
     pub chain: ChainStats,
+    /// Times the chain's CBS budget ran out during a job (B_ROUT).
+    pub chain_budget_exhaustions: u64,
 }
 
 /// The emulated remote core.
@@ -294,13 +296,15 @@ impl Board {
                     log::warn!("mcu: chain not started: the MCU is down");
                     return Ok(());
                 }
-                let period = plan.period();
+                let (period, budget) = (plan.period(), plan.budget());
                 self.stop_chain();
                 match ResidentChain::start(*plan, self.mcu.compute_model()) {
                     Ok(chain) => {
                         self.chain = Some(chain);
                         self.publish_chain_stats();
-                        log::info!("mcu: resident chain started, period {period:?}");
+                        log::info!(
+                            "mcu: resident chain started, period {period:?}, CBS budget {budget:?}"
+                        );
                     }
                     // The board keeps serving; the chain's counters show it never ran.
                     Err(e) => log::error!("mcu: {e}"),
@@ -368,6 +372,7 @@ impl Board {
             let mut stats = self.lock_stats();
             stats.chain_running = true;
             stats.chain = chain.stats();
+            stats.chain_budget_exhaustions = chain.budget_exhaustions();
         }
     }
 

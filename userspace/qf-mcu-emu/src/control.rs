@@ -1,8 +1,8 @@
 //! The control socket: fault knobs and lifecycle commands at run time, one text line per
 //! command, one line back (`ok ...` or `error: ...`). Commands:
 //! `latency-us N`, `drop-every N` (0 = off), `silent on|off`, `crash`, `hang`, `restart`,
-//! `chain start PERIOD_US TEMPLATE_HEX`, `chain stop`, `garbage N` (N frames that answer
-//! nothing, see [`crate::garbage`]), `status`.
+//! `chain start PERIOD_US TEMPLATE_HEX [BUDGET_US]`, `chain stop`, `garbage N` (N frames that
+//! answer nothing, see [`crate::garbage`]), `status`.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -26,10 +26,12 @@ pub enum Request {
     Crash,
     Hang,
     Restart,
-    /// A resident chain running the request frame `template` every `period_us`.
+    /// A resident chain running the request frame `template` every `period_us`, with a CBS
+    /// budget of `budget_us` per period (0: none).
     ChainStart {
         period_us: u64,
         template: Vec<u8>,
+        budget_us: u64,
     },
     ChainStop,
     /// Send this many garbage frames to the endpoint that last wrote to the channel.
@@ -40,6 +42,9 @@ pub enum Request {
 /// Most garbage frames one command sends: fewer than Linux's 256 receive buffers, so all of
 /// them are delivered at once.
 pub const MAX_GARBAGE: u64 = 200;
+
+/// The arguments of `chain start`.
+const CHAIN_USAGE: &str = "start PERIOD_US TEMPLATE_HEX [BUDGET_US]";
 
 /// Parses one command line; the error names the offending word.
 pub fn parse(line: &str) -> Result<Request, String> {
@@ -79,13 +84,17 @@ pub fn parse(line: &str) -> Result<Request, String> {
                         words.get(3).unwrap_or(&"")
                     )
                 })?,
+                budget_us: match words.get(4) {
+                    Some(_) => number("chain start BUDGET_US", words.get(4))?,
+                    None => 0,
+                },
             },
             Some("stop") => Request::ChainStop,
             other => {
+                let got = other.unwrap_or("");
                 return Err(format!(
-                    "chain: expected 'start PERIOD_US TEMPLATE_HEX' or 'stop', got '{}'",
-                    other.unwrap_or("")
-                ))
+                    "chain: expected '{CHAIN_USAGE}' or 'stop', got '{got}'"
+                ));
             }
         },
         Some(other) => return Err(unknown(other)),
@@ -95,16 +104,23 @@ pub fn parse(line: &str) -> Result<Request, String> {
         Request::LatencyUs(_)
         | Request::DropEvery(_)
         | Request::Silent(_)
-        | Request::Garbage(_) => 2,
-        Request::ChainStart { .. } => 4,
-        Request::ChainStop => 2,
-        _ => 1,
+        | Request::Garbage(_) => 2..=2,
+        Request::ChainStart { .. } => 4..=5,
+        Request::ChainStop => 2..=2,
+        _ => 1..=1,
     };
-    if words.len() != expected_words {
+    if !expected_words.contains(&words.len()) {
+        let (least, most) = (expected_words.start() - 1, expected_words.end() - 1);
+        let count = if least == most {
+            least.to_string()
+        } else {
+            format!("{least} or {most}")
+        };
+        // The command's own words ("chain start"), not its arguments.
+        let named = (least + 1).min(words.len()).min(2);
         return Err(format!(
-            "'{}' takes {} argument(s)",
-            words[..expected_words.min(words.len()).min(2)].join(" "),
-            expected_words - 1
+            "'{}' takes {count} argument(s)",
+            words[..named].join(" ")
         ));
     }
     Ok(request)
@@ -171,11 +187,12 @@ impl ControlServer {
             Request::ChainStart {
                 period_us,
                 template,
+                budget_us,
             } => {
                 let Some(board) = &self.board else {
                     return "error: chain: needs the rpmsg board (--ivshmem-socket)".to_string();
                 };
-                match ChainPlan::new(&template, period_us) {
+                match ChainPlan::new(&template, period_us).and_then(|p| p.with_budget(budget_us)) {
                     Ok(plan) => board.send(Command::ChainStart(Box::new(plan))),
                     Err(e) => return format!("error: {e}"),
                 }
@@ -283,9 +300,20 @@ mod tests {
             parse("chain start 10000 0a0B"),
             Ok(Request::ChainStart {
                 period_us: 10000,
-                template: vec![0x0a, 0x0b]
+                template: vec![0x0a, 0x0b],
+                budget_us: 0,
             })
         );
+        assert_eq!(
+            parse("chain start 10000 0a0B 2500"),
+            Ok(Request::ChainStart {
+                period_us: 10000,
+                template: vec![0x0a, 0x0b],
+                budget_us: 2500,
+            })
+        );
+        let e = parse("chain start 10000 00 lots").unwrap_err();
+        assert!(e.contains("BUDGET_US: 'lots'"), "{e}");
         assert_eq!(parse("chain stop"), Ok(Request::ChainStop));
         assert_eq!(parse("garbage 200"), Ok(Request::Garbage(200)));
         assert!(parse("garbage 0").unwrap_err().contains("not in 1..=200"));
@@ -299,9 +327,9 @@ mod tests {
         let e = parse("chain start ten 00").unwrap_err();
         assert!(e.contains("'ten' is not a non-negative integer"), "{e}");
         let e = parse("chain start 10000").unwrap_err();
-        assert!(e.contains("'chain start' takes 3 argument"), "{e}");
-        let e = parse("chain start 10000 00 extra").unwrap_err();
-        assert!(e.contains("'chain start' takes 3 argument"), "{e}");
+        assert!(e.contains("'chain start' takes 3 or 4 argument"), "{e}");
+        let e = parse("chain start 10000 00 1 extra").unwrap_err();
+        assert!(e.contains("'chain start' takes 3 or 4 argument"), "{e}");
         assert!(parse("chain go").unwrap_err().contains("got 'go'"));
         assert!(parse("chain stop now")
             .unwrap_err()

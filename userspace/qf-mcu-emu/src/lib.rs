@@ -5,7 +5,8 @@
 //! serves the rpmsg virtqueues as the virtio device ([`vring`], [`rpmsg`]) as the remote core
 //! ([`board`]), and answers QFabric frames with `qf-tasks` ([`mcu`]) over rpmsg and over a Unix
 //! socket for the host agent ([`unix_endpoint`]), under fault knobs ([`faults`], [`control`]).
-//! It also runs a resident chain released by its own timer ([`resident`]), and can take a
+//! It also runs a resident chain, a periodic `qf-sched` thread released by the MCU's own timer
+//! ([`resident`], over the kernel interface of [`kernel`]), and can take a
 //! Cortex-M33's compute time instead of the host's ([`compute`]), and send garbage that answers
 //! nothing ([`garbage`]).
 //! The contract with the Linux driver is `docs/virtual-board.md`.
@@ -17,6 +18,7 @@ pub mod control;
 pub mod faults;
 pub mod garbage;
 pub mod ivshmem;
+pub mod kernel;
 pub mod layout;
 pub mod listen;
 pub mod mcu;

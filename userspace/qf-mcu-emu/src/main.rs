@@ -67,7 +67,7 @@ struct Cli {
 enum Ctl {
     /// Send one command to a running emulator's control socket and print the reply:
     /// latency-us N | drop-every N | silent on|off | crash | hang | restart | status |
-    /// chain start PERIOD_US TEMPLATE_HEX | chain stop.
+    /// chain start PERIOD_US TEMPLATE_HEX [BUDGET_US] | chain stop.
     Ctl {
         #[arg(long, value_name = "PATH")]
         control_socket: PathBuf,
@@ -282,9 +282,9 @@ fn status_fn(
             );
             let c = b.chain;
             line += &format!(
-                " chain_running={} chain_releases={} chain_sent={} chain_not_sent={} chain_rejected={} chain_overruns={} chain_lateness_max_us={} chain_compute_ns_max={}",
+                " chain_running={} chain_releases={} chain_sent={} chain_not_sent={} chain_rejected={} chain_overruns={} chain_lateness_max_us={} chain_compute_ns_max={} chain_budget_exhaustions={}",
                 b.chain_running, c.releases, c.sent, c.send_failures, c.rejected, c.overruns,
-                c.lateness_max / 1000, c.compute_ns_max
+                c.lateness_max / 1000, c.compute_ns_max, b.chain_budget_exhaustions
             );
         }
         if let Some(guest) = &guest {

@@ -20,7 +20,7 @@ pub struct ResidentArgs {
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum ResidentCommand {
     /// Print the chain's template request frame as hex (what the MCU's chain is started with,
-    /// e.g. `qf-mcu-emu ctl ... chain start PERIOD_US HEX`).
+    /// e.g. `qf-mcu-emu ctl ... chain start PERIOD_US HEX [BUDGET_US]`).
     Template(ChainArgs),
     /// Read the running chain's results per load × caller: delay over the fastest delivery,
     /// lost results, outputs checked against the reference. Writes OUT/resident/.
