@@ -100,14 +100,8 @@ impl Kernel for ZephyrKernel<'_> {
     fn deadline_set(&mut self, thread: ThreadId, deadline: u64) {
         let handle = self.threads.thread(thread);
         if !handle.0.is_null() {
+            // qf-sched asks for the reschedule a moved deadline needs right after this.
             port::deadline_set(handle, deadline);
-            // A later deadline for the running thread must let an earlier one run now, not at
-            // the next scheduling point (upstream's deadline_set waits for one). In a timer
-            // expiry qf-sched asks for that itself right after every deadline it moves (budget
-            // exhaustion, throttling): asking here too would run `k_reschedule` twice.
-            if !matches!(self.context, Context::Timer) {
-                self.reschedule();
-            }
         }
     }
 

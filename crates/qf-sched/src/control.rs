@@ -260,6 +260,10 @@ impl ControlBlock {
             self.record(ring, id, release, EventKind::BudgetCondition);
         }
         kernel.deadline_set(id, self.deadline);
+        // A later deadline for the caller must let an earlier one run now, not at the next
+        // scheduling point (Zephyr's own deadline_set waits for one); a thread about to sleep
+        // until its release switches away anyway, and the adapter knows which comes first.
+        kernel.reschedule();
         // No check is pending here (the previous cycle's was dropped by `end_cycle`, or there
         // was no previous cycle), so only a thread with a callback has anything to set.
         if self.miss_callback.is_some() {

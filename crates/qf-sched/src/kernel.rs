@@ -49,7 +49,8 @@ pub trait Kernel {
     /// Sets `thread`'s absolute scheduling deadline, the key the kernel's EDF run queue orders
     /// equal-priority threads by (Zephyr: `thread->base.prio_deadline`, compared as wrapping
     /// 32-bit values; see [`crate::wrap32`]). The adapter repositions the thread in its run
-    /// queue if it is queued; it does not need to reschedule (the scheduler asks separately).
+    /// queue if it is queued; it does not need to reschedule: the scheduler asks, with
+    /// [`reschedule`](Kernel::reschedule), after every deadline it sets.
     fn deadline_set(&mut self, thread: ThreadId, deadline: u64);
 
     /// Makes `thread` not runnable until absolute time `at`, after which it is ready again.
