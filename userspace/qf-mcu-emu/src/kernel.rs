@@ -6,8 +6,8 @@
 //! the board loop, so the interface comes down to two instants: when the thread may run again
 //! (its next activation, from `suspend_until`) and when its scheduler timer is due (the
 //! deadline-miss check or the budget exhaustion, from `timer_arm`). The timerfd is kept at the
-//! earlier of the two. Rescheduling has nothing to pick between: the board loop decides again
-//! after every event anyway.
+//! earlier of the two. Deadlines and rescheduling have nothing to order or pick between: the
+//! board loop decides again after every event anyway.
 //!
 //! Time is in microseconds since the chain started (the MCU clock, `CLOCK_MONOTONIC`), read
 //! once per entry like the Zephyr port's tick.
@@ -30,8 +30,6 @@ pub struct McuKernel {
     runnable_at: Option<u64>,
     /// When the scheduler's one-shot timer for the thread is due.
     timer_at: Option<u64>,
-    /// The absolute deadline the scheduler last gave the thread.
-    deadline: u64,
 }
 
 impl McuKernel {
@@ -47,7 +45,6 @@ impl McuKernel {
             now: 0,
             runnable_at: None,
             timer_at: None,
-            deadline: 0,
         })
     }
 
@@ -114,11 +111,6 @@ impl McuKernel {
         self.timer_at
     }
 
-    /// The thread's current absolute deadline.
-    pub fn deadline(&self) -> u64 {
-        self.deadline
-    }
-
     /// Points the timerfd at the earlier of the two instants (disarms it if neither is set).
     /// An instant already past fires at once.
     pub fn arm(&self) -> nix::Result<()> {
@@ -160,9 +152,9 @@ impl Kernel for McuKernel {
         self.timer_at = None;
     }
 
-    fn deadline_set(&mut self, _: ThreadId, deadline: u64) {
-        self.deadline = deadline;
-    }
+    // One thread: there is no run queue for its deadline to order (the scheduler's control
+    // block keeps the deadline).
+    fn deadline_set(&mut self, _: ThreadId, _: u64) {}
 
     fn suspend_until(&mut self, _: ThreadId, at: u64) {
         self.runnable_at = Some(at);

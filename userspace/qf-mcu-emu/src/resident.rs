@@ -218,12 +218,12 @@ impl ResidentChain {
     fn expire_due_timers(&mut self) -> Result<(), ChainError> {
         let now = self.kernel.enter();
         while let Some(at) = self.kernel.take_timer_due_by(now) {
-            let deadline = self.kernel.deadline();
+            let deadline = self.deadline();
             self.scheduler("the timer expiry", |sched, kernel| {
                 sched.timer_expired(kernel, THREAD)
             })?;
             // Only an exhaustion moves the deadline of a thread alone (B_ROUT postpones it).
-            if self.kernel.deadline() != deadline {
+            if self.deadline() != deadline {
                 self.budget_exhaustions += 1;
             }
             // A timer re-armed for no later than it fired would never let this loop end; the
@@ -235,6 +235,11 @@ impl ResidentChain {
         }
         self.kernel.enter();
         Ok(())
+    }
+
+    /// The thread's absolute deadline, as its control block keeps it.
+    fn deadline(&self) -> Option<u64> {
+        self.control().map(qf_sched::ControlBlock::deadline)
     }
 
     fn scheduler(
