@@ -214,6 +214,9 @@ pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     let missed = with_state(|state| {
         let mut kernel = ZephyrKernel::timer(&state.threads, now);
         let _ = state.sched.timer_expired(&mut kernel, id);
+        // Only a thread with a callback can have a miss flagged: that test reads the state,
+        // whose address is at hand, and the common expiry (no callback) stops there.
+        let callback = state.miss_callbacks.get(id.index()).copied().flatten()?;
         // Load and store, not a swap: the flag is only touched with the lock held, and a swap
         // is an exclusive-access loop on Arm.
         let flag = MISSED.get(id.index())?;
@@ -221,7 +224,6 @@ pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
             return None;
         }
         flag.store(false, Ordering::Relaxed);
-        let callback = state.miss_callbacks.get(id.index()).copied().flatten()?;
         Some((callback, state.threads.thread(id)))
     });
     if let Some((callback, thread)) = missed {

@@ -37,17 +37,21 @@ bool z_qf_switch_tick_valid;
  * One budget/deadline-miss timer per pool slot, disarmed lazily: the context-switch hooks re-aim
  * it on every switch, and reprogramming a kernel timeout each time (z_abort_timeout +
  * z_add_timeout + the timer driver) costs more than the hook's own work. So cancelling only
- * forgets the target, and aiming later than a pending expiry keeps that expiry: when it comes
- * early (or unwanted) the handler re-aims or drops it without calling the scheduler.
+ * marks the timer unwanted, and aiming later than a pending expiry keeps that expiry. An
+ * unwanted expiry is dropped here; an early one (the scheduler moved its instant later since)
+ * goes to the scheduler like any other: it finds nothing due yet and re-aims the timer, as its
+ * expiry handler does for any stale expiry. The scheduler keeps the instant it wants (qf-sched's
+ * timer target), so this layer does not keep a second copy.
  */
 struct qf_timer {
 	struct _timeout timeout;
-	uint64_t target;   /* when the scheduler wants its expiry */
 	uint64_t pending;  /* when the kernel timeout will fire, if armed */
 	uint16_t slot;     /* its pool slot (stored: recomputing it from the address divides) */
-	bool wanted;
-	bool armed;
+	uint8_t state;     /* QF_TIMER_* bits: one byte, so arming and firing each store once */
 };
+
+#define QF_TIMER_WANTED BIT(0) /* the scheduler wants an expiry */
+#define QF_TIMER_ARMED  BIT(1) /* the kernel timeout is in the timeout queue */
 
 static struct qf_timer qf_timers[CONFIG_QFABRIC_MAX_THREADS];
 static struct _timeout qf_resume[CONFIG_QFABRIC_MAX_THREADS];
@@ -91,7 +95,16 @@ static void qf_timer_fired(struct _timeout *timeout);
 static ALWAYS_INLINE k_timeout_t qf_abs_ticks(uint64_t at)
 {
 	BUILD_ASSERT(IS_ENABLED(CONFIG_TIMEOUT_64BIT), "absolute timeouts need 64-bit ticks");
-	return (k_timeout_t){.ticks = (k_ticks_t)((uint64_t)K_TICKS_FOREVER - 1U - at)};
+	BUILD_ASSERT(K_TICKS_FOREVER == -1, "Z_TICK_ABS encodes tick t as -2 - t");
+	/* K_TICKS_FOREVER - 1 - at, i.e. -2 - at, computed as ~at - 1 in the registers `at` came
+	 * in. GCC folds that back into a subtraction from -2, which needs the constant and `at` in
+	 * separate registers and made qf_port_timer_arm save three; the empty asm (an optimizer
+	 * barrier, like Linux's OPTIMIZER_HIDE_VAR) keeps the two steps apart.
+	 */
+	uint64_t not_at = ~at;
+
+	__asm__("" : "+r"(not_at));
+	return (k_timeout_t){.ticks = (k_ticks_t)(not_at - 1U)};
 }
 
 /* Arms a timer that is not armed. Inlined, and the timeout is added last, so its callers
@@ -103,7 +116,7 @@ static ALWAYS_INLINE k_timeout_t qf_abs_ticks(uint64_t at)
 static ALWAYS_INLINE void qf_timer_add(struct qf_timer *t, uint64_t at)
 {
 	t->pending = at;
-	t->armed = true;
+	t->state = QF_TIMER_WANTED | QF_TIMER_ARMED;
 	z_add_timeout(&t->timeout, qf_timer_fired, qf_abs_ticks(at));
 }
 
@@ -120,8 +133,11 @@ static void qf_timer_fired(struct _timeout *timeout)
 {
 	struct qf_timer *t = CONTAINER_OF(timeout, struct qf_timer, timeout);
 
-	t->armed = false;
-	if (!t->wanted) {
+	uint8_t state = t->state;
+
+	/* Not armed any more, and not wanted until the scheduler aims it again. */
+	t->state = 0;
+	if ((state & QF_TIMER_WANTED) == 0U) {
 		return;
 	}
 	/* Inside sys_clock_announce the current tick is this timeout's expiry tick, which is
@@ -129,37 +145,38 @@ static void qf_timer_fired(struct _timeout *timeout)
 	 * B_ROUT's kernel calls). One added for a tick already past fires at the next announced
 	 * tick; `pending` then is the instant the scheduler asked for, which its accounting
 	 * takes as the event's time (budget used up exactly, a deadline missed at the deadline).
-	 * Only a timer the scheduler moved later since it was added needs the clock.
 	 */
-	uint64_t now = t->pending;
+	qf_rs_timer_expired(t->slot, t->pending);
+}
 
-	if (now < t->target) {
-		now = (uint64_t)sys_clock_tick_get();
-		if (now < t->target) {
-			qf_timer_add(t, t->target);
-			return;
-		}
-	}
-	t->wanted = false;
-	qf_rs_timer_expired(t->slot, now);
+/* qf_port_timer_arm for a timer still in the timeout queue: wanted again, and moved only if
+ * the scheduler now wants it earlier. Out of line so that arming an idle timer, the common case
+ * (every budget exhaustion, most switches in), keeps no value across a call and saves no
+ * registers.
+ */
+static __noinline void qf_timer_reaim(struct qf_timer *t, uint8_t state, uint64_t at)
+{
+	t->state = state | QF_TIMER_WANTED;
+	if (at < t->pending) {
+		qf_timer_advance(t, at);
+	} /* else it fires first, and the scheduler re-aims it */
 }
 
 void qf_port_timer_arm(uint16_t slot, uint64_t at)
 {
 	struct qf_timer *t = &qf_timers[slot];
+	uint8_t state = t->state;
 
-	t->target = at;
-	t->wanted = true;
-	if (!t->armed) {
-		qf_timer_add(t, at);
-	} else if (at < t->pending) {
-		qf_timer_advance(t, at);
-	} /* else it fires first, and the handler re-aims */
+	if ((state & QF_TIMER_ARMED) != 0U) {
+		qf_timer_reaim(t, state, at);
+		return;
+	}
+	qf_timer_add(t, at);
 }
 
 void qf_port_timer_cancel(uint16_t slot)
 {
-	qf_timers[slot].wanted = false;
+	qf_timers[slot].state &= (uint8_t)~QF_TIMER_WANTED;
 }
 
 void qf_port_slot_release(uint16_t slot)

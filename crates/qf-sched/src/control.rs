@@ -21,6 +21,9 @@ use crate::cbs::Server;
 use crate::event::{Event, EventKind, EventRing};
 use crate::{Bandwidth, Kernel, ThreadId};
 
+/// [`ControlBlock::timer_at`] when the thread's timer is aimed nowhere.
+pub(crate) const NO_TIMER: u64 = 0;
+
 /// Signature of deadline-miss and budget-overrun callbacks: a plain function, so no
 /// allocation or closure capture is needed; per-registration context travels in
 /// [`Notice::arg`].
@@ -74,7 +77,12 @@ pub struct ControlBlock {
     pub(crate) budget_running_since: Option<u64>,
     pub(crate) throttled_until: Option<u64>,
     pub(crate) on_cpu: bool,
-    pub(crate) timer_at: Option<u64>,
+    /// Where the kernel timer is aimed; [`NO_TIMER`] (tick 0) for nowhere. A plain `u64`, not
+    /// an `Option`: every switch and budget exhaustion compares and stores it, and on 32-bit
+    /// MCUs an `Option<u64>` carries a 64-bit tag (two more stores and a test each time). Tick 0
+    /// is never a target: a deadline is at least one unit after its release, and an exhaustion
+    /// at least one unit after the budget clock started (a running budget is never empty).
+    pub(crate) timer_at: u64,
     pub(crate) admitted: Bandwidth,
     /// The (numerator, denominator) `admitted` was computed from: a thread that keeps its
     /// budget and relative deadline asks for the same bandwidth every cycle, and the division
@@ -106,7 +114,7 @@ impl ControlBlock {
         budget_running_since: None,
         throttled_until: None,
         on_cpu: false,
-        timer_at: None,
+        timer_at: NO_TIMER,
         admitted: Bandwidth::ZERO,
         admitted_for: None,
     };
@@ -387,6 +395,11 @@ impl ControlBlock {
     /// reservation's throttling, an overrun callback — is out of line and cold, so the expiry
     /// keeps few values live and saves few registers; B_ROUT then re-aims the timer from the
     /// values at hand (as `switched_in` does) instead of through `rearm`.
+    ///
+    /// A stale expiry (the timer was aimed later, or the clock started, since the kernel timer
+    /// was set) finds nothing due: the budget test asks whether `now` is at least one budget
+    /// past the instant the clock started, so an expiry from before that instant charges
+    /// nothing, and the timer is aimed again.
     #[inline]
     pub(crate) fn timer_expired<K: Kernel, const E: usize>(
         &mut self,
@@ -395,23 +408,28 @@ impl ControlBlock {
         id: ThreadId,
         now: u64,
     ) {
-        self.timer_at = None;
         if let Some(missed) = self.miss_at.filter(|&at| now >= at) {
             self.deadline_missed(ring, id, now, missed);
         }
         if let Some(since) = self.budget_running_since.filter(|_| self.cycle_served) {
-            if now.saturating_sub(since) >= self.server.budget
+            if now
+                .checked_sub(since)
+                .is_some_and(|ran| ran >= self.server.budget)
                 && self.exhaust(kernel, ring, id, now)
             {
                 // The clock restarted at `now` on a full budget: `rearm` from the values at hand,
-                // and without `aim_timer`'s comparison (`timer_at` was cleared above).
+                // and without `aim_timer`'s comparison (the kernel timer just fired: whatever
+                // `timer_at` says, it is not armed).
                 let exhaustion = now.saturating_add(self.server.budget);
                 let target = self.miss_at.map_or(exhaustion, |miss| miss.min(exhaustion));
-                self.timer_at = Some(target);
+                debug_assert_ne!(target, NO_TIMER);
+                self.timer_at = target;
                 kernel.timer_arm(id, target);
                 return;
             }
         }
+        // The kernel timer fired, so it is no longer armed, whatever it was aimed at.
+        self.timer_at = NO_TIMER;
         self.rearm(kernel, id);
     }
 
@@ -526,13 +544,22 @@ impl ControlBlock {
     /// Points the timer at `target`, the earliest pending check as `rearm` works it out.
     #[inline]
     fn aim_timer<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId, target: Option<u64>) {
-        if target == self.timer_at {
-            return;
-        }
-        self.timer_at = target;
+        // Each case tests and stores its own value (one merged `unwrap_or` path selected
+        // between them and cost the M33's switch-out hook nine instructions).
         match target {
-            Some(at) => kernel.timer_arm(id, at),
-            None => kernel.timer_cancel(id),
+            Some(at) => {
+                debug_assert_ne!(at, NO_TIMER);
+                if at != self.timer_at {
+                    self.timer_at = at;
+                    kernel.timer_arm(id, at);
+                }
+            }
+            None => {
+                if self.timer_at != NO_TIMER {
+                    self.timer_at = NO_TIMER;
+                    kernel.timer_cancel(id);
+                }
+            }
         }
     }
 }

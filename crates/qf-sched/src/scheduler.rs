@@ -4,7 +4,7 @@
 //! check, suspension) lives in [`Scheduler::deadline_set`]; the per-thread steps are in
 //! [`crate::ControlBlock`].
 
-use crate::control::{Callback, ControlBlock};
+use crate::control::{Callback, ControlBlock, NO_TIMER};
 use crate::event::{Event, EventKind, EventRing};
 use crate::{Bandwidth, Error, Kernel, ThreadId};
 
@@ -90,7 +90,7 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     pub fn detach<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
         let block = self.slot(id)?;
         let admitted = block.admitted;
-        if block.timer_at.is_some() {
+        if block.timer_at != NO_TIMER {
             kernel.timer_cancel(id);
         }
         *block = ControlBlock::DETACHED;
