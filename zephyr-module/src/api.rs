@@ -212,6 +212,15 @@ pub extern "C" fn z_qf_switched_out(thread: *mut KThread, control: usize) {
 pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     let id = ThreadId(slot);
     let missed = with_state(|state| {
+        // An early expiry (the scheduler aimed the timer later since the kernel timeout was
+        // set, as the switch hooks do when a preempted thread resumes): set it again for that
+        // instant, without the scheduler's checks, none of which can be due yet.
+        if let Some(target) = state.sched.thread(id).and_then(|block| block.timer_target()) {
+            if now < target {
+                port::timer_arm(slot, target);
+                return None;
+            }
+        }
         let mut kernel = ZephyrKernel::timer(&state.threads, now);
         let _ = state.sched.timer_expired(&mut kernel, id);
         // Only a thread with a callback can have a miss flagged: that test reads the state,

@@ -143,6 +143,16 @@ impl ControlBlock {
     pub const fn deadline(&self) -> u64 {
         self.deadline
     }
+    /// Where the thread's one-shot timer is aimed (`None`: nowhere). A kernel timer that fires
+    /// before this instant fired early (it was aimed later since): an adapter may just set it
+    /// again for this instant, which is what [`crate::Scheduler::timer_expired`] would do.
+    pub const fn timer_target(&self) -> Option<u64> {
+        if self.timer_at == NO_TIMER {
+            None
+        } else {
+            Some(self.timer_at)
+        }
+    }
     /// The absolute deadline the pending deadline-miss check watches: the cycle's deadline as
     /// set when it started (a CBS postponement does not move it). `None` once the cycle ended,
     /// the check fired, or no miss callback is set.
