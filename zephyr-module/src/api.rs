@@ -215,7 +215,11 @@ pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
         // An early expiry (the scheduler aimed the timer later since the kernel timeout was
         // set, as the switch hooks do when a preempted thread resumes): set it again for that
         // instant, without the scheduler's checks, none of which can be due yet.
-        if let Some(target) = state.sched.thread(id).and_then(|block| block.timer_target()) {
+        if let Some(target) = state
+            .sched
+            .thread(id)
+            .and_then(|block| block.timer_target())
+        {
             if now < target {
                 port::timer_arm(slot, target);
                 return None;

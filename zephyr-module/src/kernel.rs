@@ -17,10 +17,10 @@ pub struct Deferred {
     reschedule: bool,
 }
 
-/// The Zephyr kernel as `qf-sched` sees it, for one locked entry: a thread's API call (which
-/// may block), a timer expiry (interrupt context: must not block) or an entry from inside the
-/// kernel's scheduler (a context-switch hook or a thread's exit: may neither block nor suspend
-/// nor reschedule).
+/// The Zephyr kernel as `qf-sched` sees it, for one locked entry of kind `E`: a thread's API
+/// call ([`ApiCall`], may block), a timer expiry ([`Timer`], interrupt context: must not block)
+/// or an entry from inside the kernel's scheduler ([`InScheduler`], a context-switch hook or a
+/// thread's exit: may neither block nor suspend nor reschedule).
 ///
 /// Built on every context switch and timer expiry, which are counted in instructions, so it is
 /// small: the entry's tick is read before (once, lock held), and an API call's deferred actions
@@ -29,27 +29,36 @@ pub struct Deferred {
 /// where neither suspending a thread nor `k_reschedule` switches context (the switch happens
 /// when the interrupt returns), so nothing needs to wait for the lock's release, and the
 /// budget exhaustion (B_ROUT) carries no record of deferred actions. Entries from inside the
-/// scheduler have none: nothing they could defer may run there (see [`Deferred::run`]).
-pub struct ZephyrKernel<'a> {
+/// scheduler have none: nothing they could defer may run there (see [`Deferred::run`]). The
+/// kind is a type, not a field: the hooks' and the expiry's kernels are then two words and a
+/// reference, with no tag to store on every entry.
+pub struct ZephyrKernel<'a, E> {
     threads: &'a Registry,
     now: u64,
-    context: Context<'a>,
+    entry: E,
 }
 
-/// Which entry a [`ZephyrKernel`] serves, and so what it may do.
-enum Context<'a> {
-    /// The running thread's API call: sleeping, throttling and rescheduling wait in `deferred`.
-    ApiCall {
-        caller: Thread,
-        deferred: &'a mut Deferred,
-    },
-    /// A timer expiry, in the timer interrupt: throttling and rescheduling happen at once.
-    Timer,
-    /// Inside the kernel's scheduler: nothing is done.
-    Scheduler,
+/// What an entry does with a thread `qf-sched` suspends and with a reschedule it asks for.
+pub trait Entry {
+    /// `thread` (handle `handle`, null if its slot is free) must not run before tick `at`.
+    fn suspend_until(&mut self, thread: ThreadId, handle: Thread, at: u64);
+    /// The scheduling decision must be made again.
+    fn reschedule(&mut self);
 }
 
-impl<'a> ZephyrKernel<'a> {
+/// The running thread's API call: sleeping, throttling and rescheduling wait in `deferred`.
+pub struct ApiCall<'a> {
+    caller: Thread,
+    deferred: &'a mut Deferred,
+}
+
+/// A timer expiry, in the timer interrupt: throttling and rescheduling happen at once.
+pub struct Timer;
+
+/// Inside the kernel's scheduler: nothing is done.
+pub struct InScheduler;
+
+impl<'a> ZephyrKernel<'a, ApiCall<'a>> {
     /// An API call of the running thread `caller` at tick `now`, recording what must wait for
     /// the lock's release in `deferred`.
     pub fn api_call(
@@ -61,30 +70,67 @@ impl<'a> ZephyrKernel<'a> {
         ZephyrKernel {
             threads,
             now,
-            context: Context::ApiCall { caller, deferred },
+            entry: ApiCall { caller, deferred },
         }
     }
+}
 
+impl<'a> ZephyrKernel<'a, Timer> {
     /// A timer expiry at tick `now` (the timer interrupt).
     pub fn timer(threads: &'a Registry, now: u64) -> Self {
         ZephyrKernel {
             threads,
             now,
-            context: Context::Timer,
+            entry: Timer,
         }
     }
+}
 
+impl<'a> ZephyrKernel<'a, InScheduler> {
     /// An entry from inside the kernel's scheduler at tick `now`.
     pub fn in_scheduler(threads: &'a Registry, now: u64) -> Self {
         ZephyrKernel {
             threads,
             now,
-            context: Context::Scheduler,
+            entry: InScheduler,
         }
     }
 }
 
-impl Kernel for ZephyrKernel<'_> {
+impl Entry for ApiCall<'_> {
+    fn suspend_until(&mut self, thread: ThreadId, handle: Thread, at: u64) {
+        if handle == self.caller {
+            // The thread waits for its next periodic activation: it sleeps right after the call.
+            self.deferred.sleep_until = Some(at);
+        } else if !handle.0.is_null() {
+            self.deferred.throttle = Some((thread, handle, at));
+        }
+    }
+
+    fn reschedule(&mut self) {
+        self.deferred.reschedule = true;
+    }
+}
+
+impl Entry for Timer {
+    fn suspend_until(&mut self, thread: ThreadId, handle: Thread, at: u64) {
+        if !handle.0.is_null() {
+            port::throttle(thread.0, handle, at);
+        }
+    }
+
+    fn reschedule(&mut self) {
+        port::reschedule();
+    }
+}
+
+impl Entry for InScheduler {
+    fn suspend_until(&mut self, _: ThreadId, _: Thread, _: u64) {}
+
+    fn reschedule(&mut self) {}
+}
+
+impl<E: Entry> Kernel for ZephyrKernel<'_, E> {
     fn now(&self) -> u64 {
         self.now
     }
@@ -107,25 +153,11 @@ impl Kernel for ZephyrKernel<'_> {
 
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         let handle = self.threads.thread(thread);
-        match &mut self.context {
-            // The thread waits for its next periodic activation: it sleeps right after the call.
-            Context::ApiCall { caller, deferred } if *caller == handle => {
-                deferred.sleep_until = Some(at);
-            }
-            Context::ApiCall { deferred, .. } if !handle.0.is_null() => {
-                deferred.throttle = Some((thread, handle, at));
-            }
-            Context::Timer if !handle.0.is_null() => port::throttle(thread.0, handle, at),
-            _ => {}
-        }
+        self.entry.suspend_until(thread, handle, at);
     }
 
     fn reschedule(&mut self) {
-        match &mut self.context {
-            Context::ApiCall { deferred, .. } => deferred.reschedule = true,
-            Context::Timer => port::reschedule(),
-            Context::Scheduler => {}
-        }
+        self.entry.reschedule();
     }
 }
 
