@@ -39,9 +39,9 @@ bool z_qf_switch_tick_valid;
  * z_add_timeout + the timer driver) costs more than the hook's own work. So cancelling only
  * marks the timer unwanted, and aiming later than a pending expiry keeps that expiry. An
  * unwanted expiry is dropped here; an early one (the scheduler moved its instant later since)
- * goes to the scheduler like any other: it finds nothing due yet and re-aims the timer, as its
- * expiry handler does for any stale expiry. The scheduler keeps the instant it wants (qf-sched's
- * timer target), so this layer does not keep a second copy.
+ * goes to the Rust side, which sets it again for the scheduler's target before running any
+ * check (api.rs). The scheduler keeps the instant it wants (qf-sched's timer target), so this
+ * layer does not keep a second copy.
  */
 struct qf_timer {
 	struct _timeout timeout;

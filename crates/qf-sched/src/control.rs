@@ -144,8 +144,9 @@ impl ControlBlock {
         self.deadline
     }
     /// Where the thread's one-shot timer is aimed (`None`: nowhere). A kernel timer that fires
-    /// before this instant fired early (it was aimed later since): an adapter may just set it
-    /// again for this instant, which is what [`crate::Scheduler::timer_expired`] would do.
+    /// before this instant fired early (it was aimed later since): no check of
+    /// [`crate::Scheduler::timer_expired`] is due before this instant (every change that brings
+    /// one earlier aims the timer again), so an adapter may just set its timer again for it.
     pub const fn timer_target(&self) -> Option<u64> {
         if self.timer_at == NO_TIMER {
             None
