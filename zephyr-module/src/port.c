@@ -95,16 +95,7 @@ static void qf_timer_fired(struct _timeout *timeout);
 static ALWAYS_INLINE k_timeout_t qf_abs_ticks(uint64_t at)
 {
 	BUILD_ASSERT(IS_ENABLED(CONFIG_TIMEOUT_64BIT), "absolute timeouts need 64-bit ticks");
-	BUILD_ASSERT(K_TICKS_FOREVER == -1, "Z_TICK_ABS encodes tick t as -2 - t");
-	/* K_TICKS_FOREVER - 1 - at, i.e. -2 - at, computed as ~at - 1 in the registers `at` came
-	 * in. GCC folds that back into a subtraction from -2, which needs the constant and `at` in
-	 * separate registers and made qf_port_timer_arm save three; the empty asm (an optimizer
-	 * barrier, like Linux's OPTIMIZER_HIDE_VAR) keeps the two steps apart.
-	 */
-	uint64_t not_at = ~at;
-
-	__asm__("" : "+r"(not_at));
-	return (k_timeout_t){.ticks = (k_ticks_t)(not_at - 1U)};
+	return (k_timeout_t){.ticks = (k_ticks_t)((uint64_t)K_TICKS_FOREVER - 1U - at)};
 }
 
 /* Arms a timer that is not armed. Inlined, and the timeout is added last, so its callers
@@ -159,7 +150,7 @@ static __noinline void qf_timer_reaim(struct qf_timer *t, uint8_t state, uint64_
 	t->state = state | QF_TIMER_WANTED;
 	if (at < t->pending) {
 		qf_timer_advance(t, at);
-	} /* else it fires first, and the scheduler re-aims it */
+	} /* else it fires first, and the Rust side sets it again (api.rs) */
 }
 
 void qf_port_timer_arm(uint16_t slot, uint64_t at)
