@@ -73,35 +73,60 @@ DISASSEMBLY = re.compile(r"^\s*([0-9a-f]+):\s+(?:[0-9a-f]{4}\s?){1,2}\s+(\S+)\s*
 FILE_FORMAT = re.compile(r"file format (\S+)")
 
 
-def thumb_kind(mnemonic, operands):
-    """'call', 'return' or None for an Arm (Thumb) instruction."""
+# Thumb condition codes: inside an IT block a call or return carries one (blne, bxeq lr,
+# popne {..., pc}) and happens only when its condition holds.
+CONDITIONS = ("eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge",
+              "lt", "gt", "le", "al")
+# Longest first, so that blxne is blx under ne, not bl under xne.
+FLOW_MNEMONICS = ("ldmia", "ldm", "blx", "bl", "bx", "pop", "ldr")
+
+
+def split_condition(mnemonic):
+    """(mnemonic without its condition and width suffix, condition or None), for the
+    mnemonics that can call or return; others come back whole with None."""
     mnemonic = mnemonic.split(".")[0]
+    for base in FLOW_MNEMONICS:
+        if mnemonic.startswith(base) and mnemonic[len(base):] in CONDITIONS:
+            return base, mnemonic[len(base):]
+    return mnemonic, None
+
+
+def thumb_kind(mnemonic, operands):
+    """('call' or 'return', conditional?) or None for an Arm (Thumb) instruction."""
+    mnemonic, condition = split_condition(mnemonic)
+    conditional = condition not in (None, "al")
     if mnemonic in ("bl", "blx"):
-        return "call"
+        return "call", conditional
     if (mnemonic == "bx" and operands.startswith("lr")) or (
         mnemonic in ("pop", "ldmia", "ldm") and "pc" in operands
     ) or (mnemonic == "ldr" and operands.startswith("pc")):
-        return "return"
+        return "return", conditional
     return None
 
 
 def riscv_kind(mnemonic, operands):
-    """'call', 'return' or None for a RISC-V instruction as GNU objdump prints it: a jump that
+    """('call' or 'return', False) or None for a RISC-V instruction as GNU objdump prints it: a jump that
     links (jal, jalr; objdump prints those that do not as j, jr and ret) is a call, ret returns,
     and j/jr (tail calls, jump tables) stay at the same depth."""
     mnemonic = mnemonic.split(".")[-1]  # c.jal prints as jal, but be safe
     if mnemonic in ("jal", "jalr") and not operands.startswith("zero,"):
-        return "call"
+        return "call", False
     if mnemonic == "ret" or (mnemonic == "jr" and operands == "ra"):
-        return "return"
+        return "return", False
     return None
 
 
+class Flow(collections.namedtuple("Flow", "kind skipped_to")):
+    """A call or return (`kind`); `skipped_to`, for a conditional one, is the next instruction's
+    address, where execution goes on when the condition fails (None: unconditional)."""
+
+
 def listing_kinds(listing):
-    """Maps each instruction address of an objdump -d listing to 'call', 'return' or None,
-    by the instruction set its file format names (Arm or RISC-V)."""
+    """Maps each call or return address of an objdump -d listing to its Flow, by the
+    instruction set its file format names (Arm or RISC-V)."""
     kinds = {}
     kind_of = thumb_kind
+    waiting = []  # conditional flows whose next address is not known yet
     for line in listing.splitlines():
         file_format = FILE_FORMAT.search(line)
         if file_format:
@@ -110,14 +135,22 @@ def listing_kinds(listing):
         match = DISASSEMBLY.match(line)
         if not match:
             continue
-        kind = kind_of(match.group(2), match.group(3))
-        if kind:
-            kinds[int(match.group(1), 16)] = kind
+        address = int(match.group(1), 16)
+        for earlier, kind in waiting:
+            kinds[earlier] = Flow(kind, address)
+        waiting = []
+        found = kind_of(match.group(2), match.group(3))
+        if found:
+            kind, conditional = found
+            if conditional:
+                waiting.append((address, kind))
+            else:
+                kinds[address] = Flow(kind, None)
     return kinds
 
 
 def instruction_kinds(elf, objdump):
-    """Maps each instruction address of the ELF to 'call', 'return' or None."""
+    """Maps each call or return address of the ELF to its Flow."""
     listing = subprocess.run([objdump, "-d", elf], capture_output=True, text=True, check=True)
     return listing_kinds(listing.stdout)
 
@@ -163,10 +196,21 @@ class Window:
 def measure(lines, kinds):
     """Yields (event, instructions, instructions per function) for every hook call; the
     functions of an excluded subtree appear with 0 instructions. A hook may run inside another
-    (the paper's callback inside a k_timer expiry): both are counted."""
+    (the paper's callback inside a k_timer expiry): both are counted. A conditional call or
+    return takes effect only if the next instruction traced is not the one after it."""
     active = []
     previous = None
     previous_pc = None
+    pending = None  # the conditional Flow of the previous instruction
+
+    def take(kind):
+        for window in list(active):
+            if kind == "call":
+                window.depth += 1
+            elif kind == "return" and not window.unnest():
+                active.remove(window)
+                yield HOOKS[window.hook], window.count, window.per_function
+
     for line in lines:
         match = TRACE.match(line)
         if not match:
@@ -177,17 +221,19 @@ def measure(lines, kinds):
         if pc == previous_pc:
             continue
         previous_pc = pc
+        if pending is not None and pc != pending.skipped_to:
+            yield from take(pending.kind)
+        pending = None
         entered = previous != symbol
         if symbol in HOOKS and entered and all(w.hook != symbol for w in active):
             active.append(Window(symbol))
-        kind = kinds.get(pc)
-        for window in list(active):
+        for window in active:
             window.step(symbol, entered)
-            if kind == "call":
-                window.depth += 1
-            elif kind == "return" and not window.unnest():
-                active.remove(window)
-                yield HOOKS[window.hook], window.count, window.per_function
+        flow = kinds.get(pc)
+        if flow is not None and flow.skipped_to is not None:
+            pending = flow
+        elif flow is not None:
+            yield from take(flow.kind)
         previous = symbol
 
 

@@ -12,6 +12,11 @@ overhead = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(overhead)
 
 
+def flows(kinds):
+    """Unconditional Flows from {address: 'call' or 'return'}."""
+    return {address: overhead.Flow(kind, None) for address, kind in kinds.items()}
+
+
 def trace(*steps):
     """QEMU `-d exec,nochain` lines for (pc, symbol) steps, one executed instruction each."""
     return [f"Trace 0: 0x1 [00000000/{pc:08x}/00000000/00000000] {symbol}" for pc, symbol in steps]
@@ -30,7 +35,7 @@ class MeasureTest(unittest.TestCase):
             (0x10, "idle"),
         )
         kinds = {0x102: "call", 0x202: "return", 0x106: "return"}
-        events = list(overhead.measure(lines, kinds))
+        events = list(overhead.measure(lines, flows(kinds)))
         self.assertEqual(len(events), 1)
         event, count, per_function = events[0]
         self.assertEqual((event, count), ("SWT_TO", 6))
@@ -45,7 +50,41 @@ class MeasureTest(unittest.TestCase):
             (0x402, "qf_port_unlock"),  # bx lr: returns for the hook
             (0x500, "after"),
         )
-        events = list(overhead.measure(lines, {0x402: "return"}))
+        events = list(overhead.measure(lines, flows({0x402: "return"})))
+        self.assertEqual([(e, c) for e, c, _ in events], [("SWT_AY", 4)])
+
+    def test_a_conditional_call_counts_only_when_taken(self):
+        # blne qf_port_deadline_set, once not taken (the next pc follows it), once taken.
+        lines = trace(
+            (0x600, "qf_rs_timer_expired"),
+            (0x602, "qf_rs_timer_expired"),  # blne, not taken
+            (0x606, "qf_rs_timer_expired"),
+            (0x602, "qf_rs_timer_expired"),  # blne, taken
+            (0x700, "qf_port_deadline_set"),
+            (0x702, "qf_port_deadline_set"),  # bx lr: back in the hook
+            (0x606, "qf_rs_timer_expired"),
+            (0x608, "qf_rs_timer_expired"),  # pop {pc}: the end
+            (0x10, "after"),
+        )
+        lines.insert(0, lines[0].replace("qf_rs_timer_expired", "qf_timer_fired")
+                     .replace("00000600", "00000500"))
+        kinds = {0x602: overhead.Flow("call", 0x606), 0x702: overhead.Flow("return", None),
+                 0x608: overhead.Flow("return", None)}
+        events = list(overhead.measure(lines, kinds))
+        self.assertEqual([(e, c) for e, c, _ in events], [("B_ROUT", 9)])
+        self.assertEqual(events[0][2]["qf_port_deadline_set"], 2)
+
+    def test_a_conditional_return_ends_the_hook_only_when_taken(self):
+        lines = trace(
+            (0x300, "z_qf_switched_out"),
+            (0x302, "z_qf_switched_out"),  # bxeq lr, not taken
+            (0x304, "z_qf_switched_out"),
+            (0x302, "z_qf_switched_out"),  # bxeq lr, taken: the hook's end
+            (0x10, "caller"),
+            (0x12, "caller"),
+        )
+        kinds = {0x302: overhead.Flow("return", 0x304)}
+        events = list(overhead.measure(lines, kinds))
         self.assertEqual([(e, c) for e, c, _ in events], [("SWT_AY", 4)])
 
     def test_an_instruction_logged_twice_is_counted_once(self):
@@ -56,7 +95,7 @@ class MeasureTest(unittest.TestCase):
             (0x602, "qf_timer_fired"),
             (0x604, "qf_timer_fired"),
         )
-        events = list(overhead.measure(lines, {0x604: "return"}))
+        events = list(overhead.measure(lines, flows({0x604: "return"})))
         self.assertEqual([(e, c) for e, c, _ in events], [("B_ROUT", 3)])
 
     def test_the_paper_callback_counts_with_its_k_timer_layer_but_not_the_harness(self):
@@ -82,7 +121,7 @@ class MeasureTest(unittest.TestCase):
         kinds = {0x702: "call", 0x802: "call", 0x902: "call", 0xa02: "return",
                  0x904: "return", 0x804: "call", 0xb02: "return", 0x806: "return",
                  0x706: "return"}
-        events = list(overhead.measure(lines, kinds))
+        events = list(overhead.measure(lines, flows(kinds)))
         self.assertEqual([(e, c) for e, c, _ in events],
                          [("paper B_ROUT", 5), ("paper B_ROUT (k_timer)", 9)])
         layer = events[1][2]
@@ -106,9 +145,29 @@ zephyr.elf:     file format elf32-littlearm
 10004fb0:\tbdf0      \tpop\t{r4, r5, r6, r7, pc}
 10004fb2:\t4770      \tbx\tlr
 """
-        self.assertEqual(overhead.listing_kinds(listing), {
+        self.assertEqual(overhead.listing_kinds(listing), flows({
             0x10004e08: "call", 0x10004fa6: "call", 0x10004fb0: "return",
-            0x10004fb2: "return"})
+            0x10004fb2: "return"}))
+
+    def test_thumb_conditional_calls_and_returns_name_where_they_are_skipped_to(self):
+        listing = """
+zephyr.elf:     file format elf32-littlearm
+10005132:\tbf18      \tit\tne
+10005134:\tf7ff fb00 \tblne\t10004738 <qf_port_deadline_set>
+10005138:\tbf08      \tit\teq
+1000513a:\t4770      \tbxeq\tlr
+1000513c:\tbf18      \tit\tne
+1000513e:\tbdf0      \tpopne\t{r4, r5, r6, r7, pc}
+10005140:\tbfb8      \tit\tlt
+10005142:\tbd10      \tldmialt.w\tsp!, {r4, pc}
+10005146:\tdb02      \tblt.n\t1000514e <elsewhere>
+10005148:\td902      \tbls.n\t10005150 <elsewhere>
+"""
+        self.assertEqual(overhead.listing_kinds(listing), {
+            0x10005134: overhead.Flow("call", 0x10005138),
+            0x1000513a: overhead.Flow("return", 0x1000513c),
+            0x1000513e: overhead.Flow("return", 0x10005140),
+            0x10005142: overhead.Flow("return", 0x10005146)})
 
     def test_riscv_calls_returns_and_jumps_that_stay(self):
         listing = """
@@ -121,9 +180,9 @@ zephyr.elf:     file format elf32-littleriscv
 8000027a:\t8282                \tjr\tt0
 80000ac8:\t8082                \tret
 """
-        self.assertEqual(overhead.listing_kinds(listing), {
+        self.assertEqual(overhead.listing_kinds(listing), flows({
             0x80000232: "call", 0x800019b6: "call", 0x80000abc: "call",
-            0x80000ac8: "return"})
+            0x80000ac8: "return"}))
 
 
 def call(event, count, *functions):
