@@ -24,6 +24,12 @@ use crate::{Bandwidth, Kernel, ThreadId};
 /// [`ControlBlock::timer_at`] when the thread's timer is aimed nowhere.
 pub(crate) const NO_TIMER: u64 = 0;
 
+/// [`ControlBlock::miss_at`] when no deadline-miss check is pending: never. No instant reaches
+/// `u64::MAX` (the scheduler's saturating sums already use it for "never"), so `now >= miss_at`
+/// needs no test of its own for the missing check, and the earlier of the check and a budget
+/// exhaustion is a plain `min`.
+pub(crate) const NO_MISS_CHECK: u64 = u64::MAX;
+
 /// Signature of deadline-miss and budget-overrun callbacks: a plain function, so no
 /// allocation or closure capture is needed; per-registration context travels in
 /// [`Notice::arg`].
@@ -72,7 +78,10 @@ pub struct ControlBlock {
     pub(crate) release: u64,
     pub(crate) period_at_release: u64,
     pub(crate) deadline: u64,
-    pub(crate) miss_at: Option<u64>,
+    /// The deadline the pending miss check watches, or [`NO_MISS_CHECK`]. A plain `u64` for
+    /// the reason given at `timer_at`: the timer expiry and the switch-in hook both take the
+    /// earlier of it and the budget exhaustion.
+    pub(crate) miss_at: u64,
     // Budget accounting and kernel-facing state.
     pub(crate) budget_running_since: Option<u64>,
     pub(crate) throttled_until: Option<u64>,
@@ -110,7 +119,7 @@ impl ControlBlock {
         release: 0,
         period_at_release: 0,
         deadline: 0,
-        miss_at: None,
+        miss_at: NO_MISS_CHECK,
         budget_running_since: None,
         throttled_until: None,
         on_cpu: false,
@@ -158,7 +167,11 @@ impl ControlBlock {
     /// set when it started (a CBS postponement does not move it). `None` once the cycle ended,
     /// the check fired, or no miss callback is set.
     pub const fn miss_check_at(&self) -> Option<u64> {
-        self.miss_at
+        if self.miss_at == NO_MISS_CHECK {
+            None
+        } else {
+            Some(self.miss_at)
+        }
     }
     /// The current cycle's activation time.
     pub const fn release(&self) -> u64 {
@@ -241,7 +254,7 @@ impl ControlBlock {
             return;
         }
         self.pause_budget(now);
-        self.miss_at = None;
+        self.miss_at = NO_MISS_CHECK;
         self.cycle_active = false;
         self.record(ring, id, now, EventKind::Complete);
     }
@@ -286,7 +299,7 @@ impl ControlBlock {
         // No check is pending here (the previous cycle's was dropped by `end_cycle`, or there
         // was no previous cycle), so only a thread with a callback has anything to set.
         if self.miss_callback.is_some() {
-            self.miss_at = Some(self.deadline);
+            self.miss_at = self.deadline;
         }
         // A blocking adapter returns from the suspension already switched back in (now ≥
         // release): the budget clock starts here. A non-blocking one calls this before the
@@ -376,8 +389,7 @@ impl ControlBlock {
         if self.resume_budget(kernel, ring, id, now) {
             // `rearm` with the clock just started at `now`, from the values at hand.
             let exhaustion = now.saturating_add(self.server.budget);
-            let target = self.miss_at.map_or(exhaustion, |miss| miss.min(exhaustion));
-            self.aim_timer(kernel, id, Some(target));
+            self.aim_timer(kernel, id, Some(self.miss_at.min(exhaustion)));
         } else {
             self.rearm(kernel, id);
         }
@@ -396,7 +408,7 @@ impl ControlBlock {
         if self.pause_budget(now) {
             self.record(ring, id, now, EventKind::SwitchedAway);
             // `rearm` with the clock just stopped: only the miss check is left to watch.
-            self.aim_timer(kernel, id, self.miss_at);
+            self.aim_timer(kernel, id, self.miss_check_at());
         }
     }
 
@@ -419,10 +431,13 @@ impl ControlBlock {
         id: ThreadId,
         now: u64,
     ) {
-        if let Some(missed) = self.miss_at.filter(|&at| now >= at) {
-            self.deadline_missed(ring, id, now, missed);
+        if now >= self.miss_at {
+            self.deadline_missed(ring, id, now, self.miss_at);
         }
-        if let Some(since) = self.budget_running_since.filter(|_| self.cycle_served) {
+        // Only a job that arrived at the server starts the clock (`resume_budget`), and every
+        // change that ends that stops it: a running clock needs no test of `cycle_served`.
+        debug_assert!(self.budget_running_since.is_none() || self.cycle_served);
+        if let Some(since) = self.budget_running_since {
             // One subtraction gives both the time run and, in its borrow, whether `now` is
             // before `since` (a stale expiry, nothing run).
             let (ran, stale) = now.overflowing_sub(since);
@@ -431,7 +446,7 @@ impl ControlBlock {
                 // and without `aim_timer`'s comparison (the kernel timer just fired: whatever
                 // `timer_at` says, it is not armed).
                 let exhaustion = now.saturating_add(self.server.budget);
-                let target = self.miss_at.map_or(exhaustion, |miss| miss.min(exhaustion));
+                let target = self.miss_at.min(exhaustion);
                 debug_assert_ne!(target, NO_TIMER);
                 self.timer_at = target;
                 kernel.timer_arm(id, target);
@@ -453,7 +468,7 @@ impl ControlBlock {
         now: u64,
         missed: u64,
     ) {
-        self.miss_at = None;
+        self.miss_at = NO_MISS_CHECK;
         ring.push(Event {
             time: now,
             thread: id,
@@ -549,7 +564,7 @@ impl ControlBlock {
     #[inline(never)]
     pub(crate) fn rearm<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) {
         // Read in this order: the M33 code for the other order came out 8 bytes longer.
-        let miss = self.miss_at;
+        let miss = self.miss_check_at();
         let exhaustion = self
             .budget_running_since
             .map(|since| since.saturating_add(self.server.budget));
