@@ -77,6 +77,7 @@ const FUNCTIONS: &[&str] = &[
     "qf_port_thread_control_set",
     "qf_rs_init",
     "qf_rs_timer_expired",
+    "qf_rs_timer_reaimed",
     "qf_rs_thread_exit",
     "z_qf_switched_in",
     "z_qf_switched_out",

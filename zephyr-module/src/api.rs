@@ -205,26 +205,14 @@ pub extern "C" fn z_qf_switched_out(thread: *mut KThread, control: usize) {
     });
 }
 
-/// A slot's one-shot timer fired (timer interrupt) at tick `now` (see port.c): deadline-miss
-/// check, budget exhaustion. Its kernel actions happen under the lock (see kernel.rs); only the
-/// C deadline-miss callback waits for the lock's release.
+/// A slot's one-shot timer fired (timer interrupt) at tick `now`, aimed at that tick and not
+/// re-aimed since (see port.c): deadline-miss check, budget exhaustion. Its kernel actions
+/// happen under the lock (see kernel.rs); only the C deadline-miss callback waits for the
+/// lock's release.
 #[no_mangle]
 pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     let id = ThreadId(slot);
     let missed = with_state(|state| {
-        // An early expiry (the scheduler aimed the timer later since the kernel timeout was
-        // set, as the switch hooks do when a preempted thread resumes): set it again for that
-        // instant, without the scheduler's checks, none of which can be due yet.
-        if let Some(target) = state
-            .sched
-            .thread(id)
-            .and_then(|block| block.timer_target())
-        {
-            if now < target {
-                port::timer_arm(slot, target);
-                return None;
-            }
-        }
         let mut kernel = ZephyrKernel::timer(&state.threads, now);
         let _ = state.sched.timer_expired(&mut kernel, id);
         // Only a thread with a callback can have a miss flagged: that test reads the state,
@@ -241,6 +229,34 @@ pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     });
     if let Some((callback, thread)) = missed {
         port::miss_callback(callback.func, thread, callback.arg);
+    }
+}
+
+/// A slot's one-shot timer fired at tick `now` after the scheduler aimed it again, not
+/// earlier, while it was pending (port.c): it may be early. Then it is set again for the
+/// scheduler's instant, without the checks, none of which can be due before it (the
+/// scheduler's timer target, see qf-sched); else it is [`qf_rs_timer_expired`]. Apart from
+/// that entry so that the common expiry (aimed once, due) does not pay for the test.
+#[no_mangle]
+pub extern "C" fn qf_rs_timer_reaimed(slot: u16, now: u64) {
+    let early = with_state(|state| {
+        let target = state
+            .sched
+            .thread(ThreadId(slot))
+            .and_then(|block| block.timer_target());
+        match target {
+            Some(target) if now < target => {
+                port::timer_arm(slot, target);
+                true
+            }
+            _ => false,
+        }
+    });
+    // Between the two locked sections a higher-priority interrupt may change the thread's
+    // state: the checks then find what is due for the new state (at worst nothing, and aim
+    // the timer again), as for any expiry.
+    if !early {
+        qf_rs_timer_expired(slot, now);
     }
 }
 

@@ -38,10 +38,11 @@ bool z_qf_switch_tick_valid;
  * it on every switch, and reprogramming a kernel timeout each time (z_abort_timeout +
  * z_add_timeout + the timer driver) costs more than the hook's own work. So cancelling only
  * marks the timer unwanted, and aiming later than a pending expiry keeps that expiry. An
- * unwanted expiry is dropped here; an early one (the scheduler moved its instant later since)
- * goes to the Rust side, which sets it again for the scheduler's target before running any
- * check (api.rs). The scheduler keeps the instant it wants (qf-sched's timer target), so this
- * layer does not keep a second copy.
+ * unwanted expiry is dropped here. One re-aimed while armed may be early (the scheduler moved
+ * its instant later since): it goes to the Rust side's qf_rs_timer_reaimed, which sets it again
+ * for the scheduler's target if so; every other expiry is due and goes straight to the checks
+ * (qf_rs_timer_expired, api.rs). The scheduler keeps the instant it wants (qf-sched's timer
+ * target), so this layer does not keep a second copy.
  */
 struct qf_timer {
 	struct _timeout timeout;
@@ -52,6 +53,7 @@ struct qf_timer {
 
 #define QF_TIMER_WANTED BIT(0) /* the scheduler wants an expiry */
 #define QF_TIMER_ARMED  BIT(1) /* the kernel timeout is in the timeout queue */
+#define QF_TIMER_REAIMED BIT(2) /* aimed again while armed, not earlier: may fire early */
 
 static struct qf_timer qf_timers[CONFIG_QFABRIC_MAX_THREADS];
 static struct _timeout qf_resume[CONFIG_QFABRIC_MAX_THREADS];
@@ -128,16 +130,19 @@ static void qf_timer_fired(struct _timeout *timeout)
 
 	/* Not armed any more, and not wanted until the scheduler aims it again. */
 	t->state = 0;
-	if ((state & QF_TIMER_WANTED) == 0U) {
-		return;
-	}
 	/* Inside sys_clock_announce the current tick is this timeout's expiry tick, which is
 	 * `pending` for a timeout added for a future tick: no need to read the clock (a third of
 	 * B_ROUT's kernel calls). One added for a tick already past fires at the next announced
 	 * tick; `pending` then is the instant the scheduler asked for, which its accounting
 	 * takes as the event's time (budget used up exactly, a deadline missed at the deadline).
+	 * Testing the whole state for the common case (added once, wanted, not re-aimed) costs
+	 * what testing the wanted bit alone did.
 	 */
-	qf_rs_timer_expired(t->slot, t->pending);
+	if (state == (QF_TIMER_WANTED | QF_TIMER_ARMED)) {
+		qf_rs_timer_expired(t->slot, t->pending);
+	} else if ((state & QF_TIMER_WANTED) != 0U) {
+		qf_rs_timer_reaimed(t->slot, t->pending);
+	}
 }
 
 /* qf_port_timer_arm for a timer still in the timeout queue: wanted again, and moved only if
@@ -147,10 +152,12 @@ static void qf_timer_fired(struct _timeout *timeout)
  */
 static __noinline void qf_timer_reaim(struct qf_timer *t, uint8_t state, uint64_t at)
 {
-	t->state = state | QF_TIMER_WANTED;
 	if (at < t->pending) {
 		qf_timer_advance(t, at);
-	} /* else it fires first, and the Rust side sets it again (api.rs) */
+	} else {
+		/* It fires first, and the Rust side sets it again if it is early (api.rs). */
+		t->state = state | QF_TIMER_WANTED | QF_TIMER_REAIMED;
+	}
 }
 
 void qf_port_timer_arm(uint16_t slot, uint64_t at)

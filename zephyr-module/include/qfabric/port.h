@@ -56,6 +56,7 @@ void qf_port_thread_control_set(struct k_thread *thread, uintptr_t control);
 /* Implemented in Rust (src/state.rs, src/api.rs). */
 void qf_rs_init(void);
 void qf_rs_timer_expired(uint16_t slot, uint64_t now);
+void qf_rs_timer_reaimed(uint16_t slot, uint64_t now);
 void qf_rs_thread_exit(struct k_thread *thread);
 /*
  * The context-switch hooks: from the kernel patch (kernel_hooks.h) or CONFIG_TRACING_USER.
