@@ -4,14 +4,13 @@
 //! throttling, rescheduling, deadline-miss callbacks).
 
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::Ordering;
 
 use qf_sched::{Callback, Error, ThreadId};
 
 use crate::config::CBS;
 use crate::kernel::{Deferred, ZephyrKernel};
 use crate::port::{self, KThread, MissCallbackFn, Thread};
-use crate::state::{flag_deadline_miss, with_state, MissCallback, State, MISSED};
+use crate::state::{miss_reported, with_state, MissCallback, State};
 
 use crate::port::{negative, Errno};
 
@@ -150,7 +149,7 @@ pub extern "C" fn qf_thread_deadline_miss_callback_set(
     configure(thread, |state, id| {
         state.miss_callbacks[id.index()] = func.map(|func| MissCallback { func, arg });
         let trampoline = func.map(|_| Callback {
-            func: flag_deadline_miss,
+            func: miss_reported,
             arg: id.index(),
         });
         status(state.sched.deadline_miss_callback_set(id, trampoline))
@@ -214,17 +213,13 @@ pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
     let id = ThreadId(slot);
     let missed = with_state(|state| {
         let mut kernel = ZephyrKernel::timer(&state.threads, now);
-        let _ = state.sched.timer_expired(&mut kernel, id);
-        // Only a thread with a callback can have a miss flagged: that test reads the state,
-        // whose address is at hand, and the common expiry (no callback) stops there.
-        let callback = state.miss_callbacks.get(id.index()).copied().flatten()?;
-        // Load and store, not a swap: the flag is only touched with the lock held, and a swap
-        // is an exclusive-access loop on Arm.
-        let flag = MISSED.get(id.index())?;
-        if !flag.load(Ordering::Relaxed) {
+        // The report is a value the compiler sees: where the expiry cannot have found a miss
+        // (a budget exhaustion without one) it drops the test altogether.
+        let expiry = state.sched.timer_expired(&mut kernel, id);
+        if !expiry.is_ok_and(|expiry| expiry.deadline_missed) {
             return None;
         }
-        flag.store(false, Ordering::Relaxed);
+        let callback = state.miss_callbacks.get(id.index()).copied().flatten()?;
         Some((callback, state.threads.thread(id)))
     });
     if let Some((callback, thread)) = missed {
@@ -270,9 +265,6 @@ pub extern "C" fn qf_rs_thread_exit(thread: *mut KThread) {
             port::slot_release(id.0);
             state.threads.release(id);
             state.miss_callbacks[id.index()] = None;
-            if let Some(flag) = MISSED.get(id.index()) {
-                flag.store(false, Ordering::Relaxed);
-            }
         }
     });
 }

@@ -2,7 +2,6 @@
 //! spinlock. [`with_state`] is the only way in.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, Ordering};
 
 use qf_sched::{Bandwidth, Scheduler};
 
@@ -11,8 +10,8 @@ use crate::port::{self, MissCallbackFn};
 use crate::switch_log;
 use crate::threads::Registry;
 
-/// A C deadline-miss callback and its argument, kept per slot (qf-sched stores a Rust
-/// trampoline that only flags the miss; see [`MISSED`]).
+/// A C deadline-miss callback and its argument, kept per slot: it runs once the lock is
+/// released, when a timer expiry reports the miss (qf-sched holds only [`miss_reported`]).
 #[derive(Copy, Clone)]
 pub struct MissCallback {
     pub func: MissCallbackFn,
@@ -51,16 +50,10 @@ unsafe impl Sync for Locked {}
 
 static STATE: Locked = Locked(UnsafeCell::new(State::new()));
 
-/// Deadline misses flagged by the scheduler's callback trampoline while the lock is held, to be
-/// reported to the C callbacks once it is released (callbacks must not run under the lock).
-pub static MISSED: [AtomicBool; MAX_THREADS] = [const { AtomicBool::new(false) }; MAX_THREADS];
-
-/// The trampoline registered with qf-sched for every C callback: `arg` is the pool slot.
-pub fn flag_deadline_miss(notice: &qf_sched::Notice) {
-    if let Some(flag) = MISSED.get(notice.arg) {
-        flag.store(true, Ordering::Relaxed);
-    }
-}
+/// The callback registered with qf-sched for every C callback: it only makes qf-sched arm the
+/// miss check. It does nothing itself because C callbacks must not run under the lock; the
+/// timer expiry's report (`qf_sched::Expiry`) has the adapter run them after it.
+pub fn miss_reported(_: &qf_sched::Notice) {}
 
 /// Boot-time configuration `State::new` leaves out, so no entry has to check for a first use:
 /// admission control's bound. Called once by port.c's `SYS_INIT` (PRE_KERNEL_1), before any

@@ -59,6 +59,15 @@ pub struct Notice {
     pub arg: usize,
 }
 
+/// What one timer expiry found, beyond what it did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Expiry {
+    /// The pending deadline-miss check fired: DEADLINE_MISS was recorded and the miss callback
+    /// has run. A port whose own callbacks must wait (Zephyr's run after the scheduler lock is
+    /// released) runs them when it reads this.
+    pub deadline_missed: bool,
+}
+
 /// Per-thread scheduling state. Read it through the accessors; change it only through the
 /// [`Scheduler`](crate::Scheduler) API.
 #[derive(Copy, Clone, Debug, Default)]
@@ -430,10 +439,46 @@ impl ControlBlock {
         ring: &mut EventRing<E>,
         id: ThreadId,
         now: u64,
-    ) {
+    ) -> Expiry {
+        // A miss takes its own (cold) copy of the checks, so the common expiry's report is a
+        // constant: an adapter's test of it vanishes instead of joining two paths.
         if now >= self.miss_at {
-            self.deadline_missed(ring, id, now, self.miss_at);
+            self.timer_expired_at_miss(kernel, ring, id, now);
+            return Expiry {
+                deadline_missed: true,
+            };
         }
+        self.check_budget(kernel, ring, id, now);
+        Expiry {
+            deadline_missed: false,
+        }
+    }
+
+    /// [`Self::timer_expired`] when the deadline-miss check is due: DEADLINE_MISS and the
+    /// callback, then the budget check as usual.
+    #[cold]
+    #[inline(never)]
+    fn timer_expired_at_miss<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+    ) {
+        self.deadline_missed(ring, id, now, self.miss_at);
+        self.check_budget(kernel, ring, id, now);
+    }
+
+    /// The budget half of a timer expiry: exhaustion if the budget ran out, then the timer
+    /// aimed at the next check.
+    #[inline(always)]
+    fn check_budget<K: Kernel, const E: usize>(
+        &mut self,
+        kernel: &mut K,
+        ring: &mut EventRing<E>,
+        id: ThreadId,
+        now: u64,
+    ) {
         // Only a job that arrived at the server starts the clock (`resume_budget`), and every
         // change that ends that stops it: a running clock needs no test of `cycle_served`.
         debug_assert!(self.budget_running_since.is_none() || self.cycle_served);

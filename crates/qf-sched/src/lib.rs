@@ -65,7 +65,7 @@ mod scheduler;
 pub mod wrap32;
 
 pub use bandwidth::Bandwidth;
-pub use control::{Callback, CallbackFn, ControlBlock, Notice};
+pub use control::{Callback, CallbackFn, ControlBlock, Expiry, Notice};
 pub use error::Error;
 pub use event::{Event, EventKind, EventRing};
 pub use kernel::{Kernel, ThreadId};

@@ -4,7 +4,7 @@
 //! check, suspension) lives in [`Scheduler::deadline_set`]; the per-thread steps are in
 //! [`crate::ControlBlock`].
 
-use crate::control::{Callback, ControlBlock, NO_TIMER};
+use crate::control::{Callback, ControlBlock, Expiry, NO_TIMER};
 use crate::event::{Event, EventKind, EventRing};
 use crate::{Bandwidth, Error, Kernel, ThreadId};
 
@@ -303,13 +303,17 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// Timer-expiry entry point: the adapter calls it when thread `id`'s one-shot timer fires.
     /// Runs the deadline-miss check (DEADLINE_MISS + callback) and the budget check (B_ROUT,
     /// or THROTTLE in hard-reservation mode, + overrun callback + reschedule request), then
-    /// re-arms the timer. A stale or early expiry is harmless.
+    /// re-arms the timer. A stale or early expiry is harmless. The [`Expiry`] says whether a
+    /// deadline miss was reported.
     #[inline]
-    pub fn timer_expired<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
+    pub fn timer_expired<K: Kernel>(
+        &mut self,
+        kernel: &mut K,
+        id: ThreadId,
+    ) -> Result<Expiry, Error> {
         let now = kernel.now();
         let (block, events) = self.slot_and_trace(id)?;
-        block.timer_expired(kernel, events, id, now);
-        Ok(())
+        Ok(block.timer_expired(kernel, events, id, now))
     }
 }
 

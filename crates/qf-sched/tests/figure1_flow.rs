@@ -302,7 +302,8 @@ fn after_an_exhaustion_the_timer_watches_a_deadline_miss_due_before_the_next_one
     sched.deadline_set(&mut k, T1, 8).unwrap();
     assert_eq!(k.armed(T1), Some(6));
     k.now = 6;
-    sched.timer_expired(&mut k, T1).unwrap();
+    let exhausted = sched.timer_expired(&mut k, T1).unwrap();
+    assert!(!exhausted.deadline_missed);
     assert_eq!(k.armed(T1), Some(9));
     k.now = 9;
     sched.timer_expired(&mut k, T1).unwrap();
@@ -313,7 +314,11 @@ fn after_an_exhaustion_the_timer_watches_a_deadline_miss_due_before_the_next_one
     );
     assert!(notices().is_empty());
     k.now = 11;
-    sched.timer_expired(&mut k, T1).unwrap();
+    let missed = sched.timer_expired(&mut k, T1).unwrap();
+    assert!(
+        missed.deadline_missed,
+        "the expiry reports the miss it found"
+    );
     let fired = notices();
     assert_eq!((fired.len(), fired[0].deadline, fired[0].arg), (1, 11, 5));
     assert_eq!(k.armed(T1), Some(12));

@@ -84,7 +84,7 @@ proptest! {
                 Call::CycleEnd(i) => sched.cycle_end(&mut k, ThreadId(i)),
                 Call::In(i) => sched.switched_in(&mut k, ThreadId(i)),
                 Call::Out(i) => sched.switched_out(&mut k, ThreadId(i)),
-                Call::Timer(i) => sched.timer_expired(&mut k, ThreadId(i)),
+                Call::Timer(i) => sched.timer_expired(&mut k, ThreadId(i)).map(drop),
                 Call::Clock(v) => { k.now = v; Ok(()) }
             };
             k.requests.clear();

@@ -220,7 +220,7 @@ impl ResidentChain {
         while let Some(at) = self.kernel.take_timer_due_by(now) {
             let deadline = self.deadline();
             self.scheduler("the timer expiry", |sched, kernel| {
-                sched.timer_expired(kernel, THREAD)
+                sched.timer_expired(kernel, THREAD).map(drop)
             })?;
             // Only an exhaustion moves the deadline of a thread alone (B_ROUT postpones it).
             if self.deadline() != deadline {

@@ -64,7 +64,7 @@ pub extern "C" fn qf_probe(op: u32, id: u16, value: u64) -> i32 {
         4 => sched.deadline_set(&mut port, id, value),
         5 => sched.switched_in(&mut port, id),
         6 => sched.switched_out(&mut port, id),
-        7 => sched.timer_expired(&mut port, id),
+        7 => sched.timer_expired(&mut port, id).map(drop),
         8 => sched.cycle_end(&mut port, id),
         9 => sched.budget_overrun_callback_set(id, callback),
         10 => sched.hard_reservation_set(id, value != 0),
