@@ -448,7 +448,7 @@ impl ControlBlock {
                 deadline_missed: true,
             };
         }
-        self.check_budget(kernel, ring, id, now);
+        self.check_budget(kernel, ring, id, now, true);
         Expiry {
             deadline_missed: false,
         }
@@ -466,11 +466,11 @@ impl ControlBlock {
         now: u64,
     ) {
         self.deadline_missed(ring, id, now, self.miss_at);
-        self.check_budget(kernel, ring, id, now);
+        self.check_budget(kernel, ring, id, now, false);
     }
 
     /// The budget half of a timer expiry: exhaustion if the budget ran out, then the timer
-    /// aimed at the next check.
+    /// aimed at the next check. `miss_not_due`: the deadline-miss check is not due at `now`.
     #[inline(always)]
     fn check_budget<K: Kernel, const E: usize>(
         &mut self,
@@ -478,15 +478,26 @@ impl ControlBlock {
         ring: &mut EventRing<E>,
         id: ThreadId,
         now: u64,
+        miss_not_due: bool,
     ) {
         // Only a job that arrived at the server starts the clock (`resume_budget`), and every
         // change that ends that stops it: a running clock needs no test of `cycle_served`.
         debug_assert!(self.budget_running_since.is_none() || self.cycle_served);
         if let Some(since) = self.budget_running_since {
-            // One subtraction gives both the time run and, in its borrow, whether `now` is
-            // before `since` (a stale expiry, nothing run).
-            let (ran, stale) = now.overflowing_sub(since);
-            if !stale && ran >= self.server.budget && self.exhaust(kernel, ring, id, now) {
+            // While the clock runs the timer points at the earlier of the miss check and the
+            // exhaustion (every change to either aims it again): with the miss not due, a timer
+            // that fired at its target is the exhaustion. The equality costs less than the
+            // budget test, which a port that passes the target as `now` then never runs.
+            let used_up = if miss_not_due && now == self.timer_at {
+                debug_assert!(now.checked_sub(since) >= Some(self.server.budget));
+                true
+            } else {
+                // One subtraction gives both the time run and, in its borrow, whether `now` is
+                // before `since` (a stale expiry, nothing run).
+                let (ran, stale) = now.overflowing_sub(since);
+                !stale && ran >= self.server.budget
+            };
+            if used_up && self.exhaust(kernel, ring, id, now) {
                 // The clock restarted at `now` on a full budget: `rearm` from the values at hand,
                 // and without `aim_timer`'s comparison (the kernel timer just fired: whatever
                 // `timer_at` says, it is not armed).
