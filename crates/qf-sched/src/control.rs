@@ -27,7 +27,7 @@ pub(crate) const NO_TIMER: u64 = 0;
 /// [`ControlBlock::miss_at`] when no deadline-miss check is pending: never. No instant reaches
 /// `u64::MAX` (the scheduler's saturating sums already use it for "never"), so `now >= miss_at`
 /// needs no test of its own for the missing check, and the earlier of the check and a budget
-/// exhaustion is a plain `min`.
+/// exhaustion is a plain `min`. Set by `attach` (see [`ControlBlock::DETACHED`]).
 pub(crate) const NO_MISS_CHECK: u64 = u64::MAX;
 
 /// Signature of deadline-miss and budget-overrun callbacks: a plain function, so no
@@ -109,7 +109,11 @@ pub struct ControlBlock {
 }
 
 impl ControlBlock {
-    /// A detached, unconfigured block (what every pool slot starts as).
+    /// A detached, unconfigured block (what every pool slot starts as). All zeros, `miss_at`
+    /// too, though zero is not [`NO_MISS_CHECK`]: a detached block's state means nothing until
+    /// `attach` starts it from [`Self::ATTACHED`], and all zeros keeps a static scheduler in
+    /// .bss (any other value puts the whole of it in .data, whose image the MCU's boot memory
+    /// must also hold: 1.6 KiB in the Zephyr image).
     pub const DETACHED: ControlBlock = ControlBlock {
         attached: false,
         period: 0,
@@ -128,13 +132,20 @@ impl ControlBlock {
         release: 0,
         period_at_release: 0,
         deadline: 0,
-        miss_at: NO_MISS_CHECK,
+        miss_at: 0,
         budget_running_since: None,
         throttled_until: None,
         on_cpu: false,
         timer_at: NO_TIMER,
         admitted: Bandwidth::ZERO,
         admitted_for: None,
+    };
+
+    /// What `attach` gives a slot: attached, unconfigured, no check pending.
+    pub(crate) const ATTACHED: ControlBlock = ControlBlock {
+        attached: true,
+        miss_at: NO_MISS_CHECK,
+        ..Self::DETACHED
     };
 
     /// Whether the slot is attached to a thread.
@@ -176,6 +187,15 @@ impl ControlBlock {
     /// set when it started (a CBS postponement does not move it). `None` once the cycle ended,
     /// the check fired, or no miss callback is set.
     pub const fn miss_check_at(&self) -> Option<u64> {
+        if self.attached {
+            self.pending_miss_check()
+        } else {
+            None
+        }
+    }
+
+    /// [`Self::miss_check_at`] of an attached block.
+    const fn pending_miss_check(&self) -> Option<u64> {
         if self.miss_at == NO_MISS_CHECK {
             None
         } else {
@@ -417,7 +437,7 @@ impl ControlBlock {
         if self.pause_budget(now) {
             self.record(ring, id, now, EventKind::SwitchedAway);
             // `rearm` with the clock just stopped: only the miss check is left to watch.
-            self.aim_timer(kernel, id, self.miss_check_at());
+            self.aim_timer(kernel, id, self.pending_miss_check());
         }
     }
 
@@ -620,7 +640,7 @@ impl ControlBlock {
     #[inline(never)]
     pub(crate) fn rearm<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) {
         // Read in this order: the M33 code for the other order came out 8 bytes longer.
-        let miss = self.miss_check_at();
+        let miss = self.pending_miss_check();
         let exhaustion = self
             .budget_running_since
             .map(|since| since.saturating_add(self.server.budget));

@@ -77,10 +77,7 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             None => Err(Error::UnknownThread),
             Some(block) if block.attached => Err(Error::AlreadyAttached),
             Some(block) => {
-                *block = ControlBlock {
-                    attached: true,
-                    ..ControlBlock::DETACHED
-                };
+                *block = ControlBlock::ATTACHED;
                 Ok(())
             }
         }
