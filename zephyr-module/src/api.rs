@@ -148,11 +148,13 @@ pub extern "C" fn qf_thread_deadline_miss_callback_set(
 ) -> c_int {
     configure(thread, |state, id| {
         state.miss_callbacks[id.index()] = func.map(|func| MissCallback { func, arg });
-        let trampoline = func.map(|_| Callback {
+        // qf-sched only needs a callback to arm its check; the C one runs from the expiry's
+        // report (qf_rs_timer_expired), after the lock.
+        let report = func.map(|_| Callback {
             func: miss_reported,
             arg: id.index(),
         });
-        status(state.sched.deadline_miss_callback_set(id, trampoline))
+        status(state.sched.deadline_miss_callback_set(id, report))
     })
 }
 

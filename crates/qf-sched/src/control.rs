@@ -474,8 +474,8 @@ impl ControlBlock {
         }
     }
 
-    /// [`Self::timer_expired`] when the deadline-miss check is due: DEADLINE_MISS and the
-    /// callback, then the budget check as usual.
+    /// [`Self::timer_expired`] when the deadline-miss check is due: the cycle is still running
+    /// at its deadline, so DEADLINE_MISS and the callback, then the budget check as usual.
     #[cold]
     #[inline(never)]
     fn timer_expired_at_miss<K: Kernel, const E: usize>(
@@ -485,7 +485,23 @@ impl ControlBlock {
         id: ThreadId,
         now: u64,
     ) {
-        self.deadline_missed(ring, id, now, self.miss_at);
+        let missed = self.miss_at;
+        self.miss_at = NO_MISS_CHECK;
+        ring.push(Event {
+            time: now,
+            thread: id,
+            kind: EventKind::DeadlineMiss,
+            budget: self.server.budget,
+            deadline: missed,
+        });
+        if let Some(callback) = self.miss_callback {
+            (callback.func)(&Notice {
+                thread: id,
+                time: now,
+                deadline: missed,
+                arg: callback.arg,
+            });
+        }
         self.check_budget(kernel, ring, id, now, false);
     }
 
@@ -532,34 +548,6 @@ impl ControlBlock {
         // The kernel timer fired, so it is no longer armed, whatever it was aimed at.
         self.timer_at = NO_TIMER;
         self.rearm(kernel, id);
-    }
-
-    /// The cycle is still running at its deadline `missed`: DEADLINE_MISS and the callback.
-    #[cold]
-    #[inline(never)]
-    fn deadline_missed<const E: usize>(
-        &mut self,
-        ring: &mut EventRing<E>,
-        id: ThreadId,
-        now: u64,
-        missed: u64,
-    ) {
-        self.miss_at = NO_MISS_CHECK;
-        ring.push(Event {
-            time: now,
-            thread: id,
-            kind: EventKind::DeadlineMiss,
-            budget: self.server.budget,
-            deadline: missed,
-        });
-        if let Some(callback) = self.miss_callback {
-            (callback.func)(&Notice {
-                thread: id,
-                time: now,
-                deadline: missed,
-                arg: callback.arg,
-            });
-        }
     }
 
     /// The budget is used up while the job still runs (the clock is running): B_ROUT, or
