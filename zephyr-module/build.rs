@@ -66,6 +66,7 @@ const FUNCTIONS: &[&str] = &[
     "qf_port_timer_cancel",
     "qf_port_slot_release",
     "qf_port_deadline_set",
+    "qf_port_deadline_set_reschedule",
     "qf_port_deadline_set_relative",
     "qf_port_sleep_until",
     "qf_port_throttle",

@@ -97,6 +97,16 @@ function(qfabric_require_patched_kernel)
       "  west patch -sm qfabric -b kernel-patches/zephyr -l kernel-patches/zephyr/patches.yml apply\n"
       "or choose CONFIG_QFABRIC_HOOKS_TRACING_USER (no patch).")
   endif()
+  # The series before sched_hooks.h included kernel_hooks.h in sched.c: the image would fail
+  # to link (z_qf_deadline_set_reschedule) with no hint why.
+  file(STRINGS ${ZEPHYR_BASE}/kernel/sched.c current REGEX "qfabric/sched_hooks.h")
+  if(NOT current)
+    message(FATAL_ERROR
+      "qfabric: ${ZEPHYR_BASE} carries an older version of the qfabric kernel patches. "
+      "Revert it and apply the current one:\n"
+      "  west patch -sm qfabric -b kernel-patches/zephyr -l kernel-patches/zephyr/patches.yml clean\n"
+      "  west patch -sm qfabric -b kernel-patches/zephyr -l kernel-patches/zephyr/patches.yml apply")
+  endif()
 endfunction()
 
 function(qfabric_rust_staticlib)

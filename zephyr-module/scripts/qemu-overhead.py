@@ -58,7 +58,7 @@ INCLUDED = {"z_timer_expiration_handler": "paper_baseline_budget_expired"}
 # A switch hook only does CBS work when it touches the budget timer; a timer expiry is a budget
 # replenishment when it moves the thread's deadline.
 CBS_WORK = {"qf_port_timer_arm", "qf_port_timer_cancel"}
-REPLENISH = {"qf_port_deadline_set"}
+REPLENISH = {"qf_port_deadline_set_reschedule"}
 # Where the kernel reads and reprograms the hardware timer: adding a timeout that becomes the
 # queue's head does, except inside the timeout processing (sys_clock_announce) -- and there too
 # when the callback's timeout expires at the same tick as one before it in the queue. How many

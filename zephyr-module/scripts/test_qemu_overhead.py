@@ -195,7 +195,7 @@ class ClassifyTest(unittest.TestCase):
             call("SWT_TO", 100, "z_qf_switched_in", "qf_port_timer_arm"),
             call("SWT_TO", 40, "z_qf_switched_in", "qf_port_now"),  # no timer work
             call("SWT_TO", 20, "z_qf_switched_in", "qf_port_lock", "qf_port_unlock"),
-            call("B_ROUT", 300, "qf_timer_fired", "qf_port_deadline_set"),
+            call("B_ROUT", 300, "qf_timer_fired", "qf_port_deadline_set_reschedule"),
             call("B_ROUT", 30, "qf_timer_fired", "qf_port_timer_arm"),  # early expiry
             call("paper B_ROUT", 250, "paper_baseline_budget_expired"),
         ])

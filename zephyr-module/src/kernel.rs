@@ -38,12 +38,13 @@ pub struct ZephyrKernel<'a, E> {
     entry: E,
 }
 
-/// What an entry does with a thread `qf-sched` suspends and with a reschedule it asks for.
+/// What an entry does with a thread `qf-sched` suspends and with a deadline it sets.
 pub trait Entry {
     /// `thread` (handle `handle`, null if its slot is free) must not run before tick `at`.
     fn suspend_until(&mut self, thread: ThreadId, handle: Thread, at: u64);
-    /// The scheduling decision must be made again.
-    fn reschedule(&mut self);
+    /// `thread` (null if its slot is free) gets deadline `deadline` (a tick), and the
+    /// scheduling decision must be made again.
+    fn deadline_set(&mut self, thread: Thread, deadline: u64);
 }
 
 /// The running thread's API call: sleeping, throttling and rescheduling wait in `deferred`.
@@ -107,7 +108,10 @@ impl Entry for ApiCall<'_> {
         }
     }
 
-    fn reschedule(&mut self) {
+    fn deadline_set(&mut self, thread: Thread, deadline: u64) {
+        if !thread.0.is_null() {
+            port::deadline_set(thread, deadline);
+        }
         self.deferred.reschedule = true;
     }
 }
@@ -119,15 +123,36 @@ impl Entry for Timer {
         }
     }
 
-    fn reschedule(&mut self) {
-        port::reschedule();
+    // Inlined into the expiry, whose every replenishment (B_ROUT) ends here.
+    #[inline(always)]
+    fn deadline_set(&mut self, thread: Thread, deadline: u64) {
+        // Both under one hold of the kernel's scheduler lock: this is B_ROUT's kernel work.
+        if thread.0.is_null() {
+            reschedule_only();
+        } else {
+            port::deadline_set_reschedule(thread, deadline);
+        }
     }
+}
+
+/// [`Timer`]'s deadline for a free slot: never with the pool consistent (a slot is claimed before
+/// its control block is attached and released after it is detached), and cold, so the
+/// replenishment's call falls through.
+#[cold]
+#[inline(never)]
+fn reschedule_only() {
+    port::reschedule();
 }
 
 impl Entry for InScheduler {
     fn suspend_until(&mut self, _: ThreadId, _: Thread, _: u64) {}
 
-    fn reschedule(&mut self) {}
+    // The kernel is choosing the next thread already: the deadline only orders the run queue.
+    fn deadline_set(&mut self, thread: Thread, deadline: u64) {
+        if !thread.0.is_null() {
+            port::deadline_set(thread, deadline);
+        }
+    }
 }
 
 impl<E: Entry> Kernel for ZephyrKernel<'_, E> {
@@ -143,21 +168,15 @@ impl<E: Entry> Kernel for ZephyrKernel<'_, E> {
         port::timer_cancel(thread.0);
     }
 
+    #[inline(always)]
     fn deadline_set(&mut self, thread: ThreadId, deadline: u64) {
         let handle = self.threads.thread(thread);
-        if !handle.0.is_null() {
-            // qf-sched asks for the reschedule a moved deadline needs right after this.
-            port::deadline_set(handle, deadline);
-        }
+        self.entry.deadline_set(handle, deadline);
     }
 
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         let handle = self.threads.thread(thread);
         self.entry.suspend_until(thread, handle, at);
-    }
-
-    fn reschedule(&mut self) {
-        self.entry.reschedule();
     }
 }
 

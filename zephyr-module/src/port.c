@@ -229,11 +229,26 @@ static int qf_init(void)
 }
 SYS_INIT(qf_init, PRE_KERNEL_1, 0);
 
+/* prio_deadline keeps the 32-bit cycle view of the deadline, as upstream does. */
+static ALWAYS_INLINE int qf_deadline_cycles(uint64_t at)
+{
+	return (int)(qf_cycle_origin + k_ticks_to_cyc_floor32(at));
+}
+
 void qf_port_deadline_set(struct k_thread *thread, uint64_t at)
 {
-	/* prio_deadline keeps the 32-bit cycle view of the deadline, as upstream does. */
-	z_impl_k_thread_absolute_deadline_set(thread,
-					      (int)(qf_cycle_origin + k_ticks_to_cyc_floor32(at)));
+	z_impl_k_thread_absolute_deadline_set(thread, qf_deadline_cycles(at));
+}
+
+void qf_port_deadline_set_reschedule(struct k_thread *thread, uint64_t at)
+{
+#ifdef CONFIG_QFABRIC_HOOKS_KERNEL_PATCH
+	/* One hold of the scheduler lock for both (sched_hooks.h). */
+	z_qf_deadline_set_reschedule(thread, qf_deadline_cycles(at));
+#else
+	z_impl_k_thread_absolute_deadline_set(thread, qf_deadline_cycles(at));
+	k_reschedule();
+#endif
 }
 
 void qf_port_deadline_set_relative(struct k_thread *thread, int deadline)

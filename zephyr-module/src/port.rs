@@ -10,9 +10,10 @@ use core::fmt::Write;
 use crate::sys::{
     qf_errno_ebusy, qf_errno_einval, qf_errno_enomem, qf_errno_enospc, qf_errno_enotsup,
     qf_errno_etimedout, qf_port_current, qf_port_cycles_to_ticks, qf_port_deadline_set,
-    qf_port_deadline_set_relative, qf_port_lock, qf_port_miss_callback, qf_port_now, qf_port_print,
-    qf_port_reschedule, qf_port_sleep_until, qf_port_slot_release, qf_port_throttle,
-    qf_port_timer_arm, qf_port_timer_cancel, qf_port_unlock, z_qf_switch_tick_valid,
+    qf_port_deadline_set_relative, qf_port_deadline_set_reschedule, qf_port_lock,
+    qf_port_miss_callback, qf_port_now, qf_port_print, qf_port_reschedule, qf_port_sleep_until,
+    qf_port_slot_release, qf_port_throttle, qf_port_timer_arm, qf_port_timer_cancel,
+    qf_port_unlock, z_qf_switch_tick_valid,
 };
 #[cfg(qf_thread_field)]
 use crate::sys::{qf_port_thread_control_get, qf_port_thread_control_set};
@@ -128,6 +129,13 @@ pub fn slot_release(slot: u16) {
 pub fn deadline_set(thread: Thread, at: u64) {
     // SAFETY: `thread` is a live thread registered in the pool (removed on thread exit).
     unsafe { qf_port_deadline_set(thread.0, at) }
+}
+
+/// [`deadline_set`] and [`reschedule`] under one hold of the kernel's scheduler lock.
+pub fn deadline_set_reschedule(thread: Thread, at: u64) {
+    // SAFETY: as for `deadline_set`; in the timer interrupt, where this is called, rescheduling
+    // only refreshes the kernel's choice and switches nothing (as for `reschedule`).
+    unsafe { qf_port_deadline_set_reschedule(thread.0, at) }
 }
 
 /// Plain Zephyr EDF: deadline `deadline` cycles from now, for threads without a control block.

@@ -320,11 +320,11 @@ impl ControlBlock {
         if replenished {
             self.record(ring, id, release, EventKind::BudgetCondition);
         }
-        kernel.deadline_set(id, self.deadline);
         // A later deadline for the caller must let an earlier one run now, not at the next
-        // scheduling point (Zephyr's own deadline_set waits for one); a thread about to sleep
-        // until its release switches away anyway, and the adapter knows which comes first.
-        kernel.reschedule();
+        // scheduling point (Zephyr's own deadline_set waits for one), so the kernel decides
+        // again; a thread about to sleep until its release switches away anyway, and the
+        // adapter knows which comes first.
+        kernel.deadline_set(id, self.deadline);
         // No check is pending here (the previous cycle's was dropped by `end_cycle`, or there
         // was no previous cycle), so only a thread with a callback has anything to set.
         if self.miss_callback.is_some() {
@@ -578,7 +578,6 @@ impl ControlBlock {
         if self.overrun_callback.is_some() {
             self.notify_overrun(id, now);
         }
-        kernel.reschedule();
         true
     }
 
@@ -603,7 +602,6 @@ impl ControlBlock {
         self.record(ring, id, now, EventKind::Throttle);
         kernel.suspend_until(id, old_deadline);
         self.notify_overrun(id, now);
-        kernel.reschedule();
     }
 
     /// Runs the budget-overrun callback, if one is set, after an exhaustion was handled.

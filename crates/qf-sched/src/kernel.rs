@@ -1,5 +1,5 @@
 //! The seam between the scheduling logic and whatever runs it (Zephyr, the simulator, the MCU
-//! emulator): a thread identifier and the five services `qf-sched` needs from a kernel.
+//! emulator): a thread identifier and the services `qf-sched` needs from a kernel.
 
 /// Index of a thread's control block in the [`Scheduler`](crate::Scheduler) pool.
 ///
@@ -48,9 +48,14 @@ pub trait Kernel {
 
     /// Sets `thread`'s absolute scheduling deadline, the key the kernel's EDF run queue orders
     /// equal-priority threads by (Zephyr: `thread->base.prio_deadline`, compared as wrapping
-    /// 32-bit values; see [`crate::wrap32`]). The adapter repositions the thread in its run
-    /// queue if it is queued; it does not need to reschedule: the scheduler asks, with
-    /// [`reschedule`](Kernel::reschedule), after every deadline it sets.
+    /// 32-bit values; see [`crate::wrap32`]), and has the kernel make its scheduling decision
+    /// again at the next opportunity: a later deadline may let another thread ahead of the
+    /// running one, which must not wait for the next scheduling point. The adapter repositions
+    /// the thread in its run queue if it is queued, and re-decides when it can (Zephyr: at
+    /// once in the timer interrupt, where nothing switches before the interrupt returns; after
+    /// the lock's release in an API call; simulator: after every event anyway). One call for
+    /// both because every deadline change needs the decision, and a kernel can do the two
+    /// under one lock (Zephyr's budget exhaustion, B_ROUT, does).
     fn deadline_set(&mut self, thread: ThreadId, deadline: u64);
 
     /// Makes `thread` not runnable until absolute time `at`, after which it is ready again.
@@ -63,11 +68,8 @@ pub trait Kernel {
     ///   after this call it uses `at` as the activation time and never infers it from `now`.
     /// - from [`Scheduler::timer_expired`](crate::Scheduler::timer_expired) or a switch-in hook in
     ///   hard-reservation mode, for the running thread whose budget is exhausted (throttling).
-    ///   The adapter takes it off the CPU at the next reschedule (which the scheduler requests)
-    ///   and makes it ready at `at`; it must not block here.
+    ///   The adapter takes it off the CPU at once or at the next scheduling decision (the
+    ///   scheduler has just set its deadline, which asks for one) and makes it ready at `at`; it
+    ///   must not block here.
     fn suspend_until(&mut self, thread: ThreadId, at: u64);
-
-    /// Asks the kernel to re-run its scheduling decision at the next opportunity (Zephyr:
-    /// `z_reschedule`/pend a PendSV; simulator: re-pick after the current event).
-    fn reschedule(&mut self);
 }

@@ -36,7 +36,6 @@
 //!     fn timer_cancel(&mut self, _: ThreadId) {}
 //!     fn deadline_set(&mut self, _: ThreadId, deadline: u64) { self.deadline = deadline }
 //!     fn suspend_until(&mut self, _: ThreadId, at: u64) { self.sleep_until = Some(at) }
-//!     fn reschedule(&mut self) {}
 //! }
 //!
 //! let mut sched = Scheduler::<4, 16>::new();

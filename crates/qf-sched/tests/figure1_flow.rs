@@ -54,16 +54,10 @@ fn without_period_or_callback_deadline_set_only_sets_the_absolute_deadline() {
     let (mut sched, mut k) = setup(&[T0]);
     k.now = 100;
     assert_eq!(sched.deadline_set(&mut k, T0, 30), Ok(()));
-    assert_eq!(
-        k.take(),
-        vec![Request::Deadline(T0, 130), Request::Reschedule]
-    );
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 130)]);
     k.now = 110;
     assert_eq!(sched.deadline_set(&mut k, T0, 5), Ok(()));
-    assert_eq!(
-        k.take(),
-        vec![Request::Deadline(T0, 115), Request::Reschedule]
-    );
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 115)]);
 }
 
 #[test]
@@ -74,22 +68,14 @@ fn with_a_miss_callback_the_timer_is_armed_at_the_deadline_and_rearmed_at_each_c
     sched.deadline_set(&mut k, T0, 20).unwrap();
     assert_eq!(
         k.take(),
-        vec![
-            Request::Deadline(T0, 30),
-            Request::Reschedule,
-            Request::TimerArm(T0, 30)
-        ]
+        vec![Request::Deadline(T0, 30), Request::TimerArm(T0, 30)]
     );
     // The cycle ends before its deadline: the old check is dropped, the new one armed.
     k.now = 25;
     sched.deadline_set(&mut k, T0, 20).unwrap();
     assert_eq!(
         k.take(),
-        vec![
-            Request::Deadline(T0, 45),
-            Request::Reschedule,
-            Request::TimerArm(T0, 45)
-        ]
+        vec![Request::Deadline(T0, 45), Request::TimerArm(T0, 45)]
     );
     assert!(notices().is_empty());
 }
@@ -148,11 +134,7 @@ fn a_periodic_thread_suspends_for_the_rest_of_its_period_then_starts_the_next_cy
     assert_eq!(sched.deadline_set(&mut k, T0, 7), Ok(()));
     assert_eq!(
         k.take(),
-        vec![
-            Request::Suspend(T0, 7),
-            Request::Deadline(T0, 14),
-            Request::Reschedule
-        ]
+        vec![Request::Suspend(T0, 7), Request::Deadline(T0, 14),]
     );
     assert_eq!(sched.thread(T0).map(|b| b.release()), Some(7));
 }
@@ -165,10 +147,7 @@ fn a_cycle_ending_exactly_at_the_period_boundary_starts_the_next_without_suspens
     k.take();
     k.now = 7;
     assert_eq!(sched.deadline_set(&mut k, T0, 7), Ok(()));
-    assert_eq!(
-        k.take(),
-        vec![Request::Deadline(T0, 14), Request::Reschedule]
-    );
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 14)]);
 }
 
 #[test]
@@ -183,11 +162,7 @@ fn a_mid_cycle_period_change_takes_effect_at_once() {
     sched.deadline_set(&mut k, T0, 10).unwrap();
     assert_eq!(
         k.take(),
-        vec![
-            Request::Suspend(T0, 5),
-            Request::Deadline(T0, 15),
-            Request::Reschedule
-        ]
+        vec![Request::Suspend(T0, 5), Request::Deadline(T0, 15),]
     );
 }
 
@@ -202,10 +177,7 @@ fn a_period_overrun_is_reported_and_the_next_cycle_starts_at_once() {
         sched.deadline_set(&mut k, T0, 7),
         Err(Error::PeriodOverrun { late_by: 2 })
     );
-    assert_eq!(
-        k.take(),
-        vec![Request::Deadline(T0, 16), Request::Reschedule]
-    );
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 16)]);
     let events = kinds(&mut sched);
     assert!(events.contains(&(9, EventKind::PeriodOverrun, 0, 7)));
 }
@@ -220,10 +192,7 @@ fn shortening_the_period_below_the_execution_time_is_not_an_overrun() {
     k.take();
     assert_eq!(sched.deadline_set(&mut k, T0, 10), Ok(()));
     // No suspension at all: the next cycle starts now.
-    assert_eq!(
-        k.take(),
-        vec![Request::Deadline(T0, 16), Request::Reschedule]
-    );
+    assert_eq!(k.take(), vec![Request::Deadline(T0, 16)]);
 }
 
 #[test]
@@ -254,11 +223,7 @@ fn a_new_cbs_replenishes_on_its_first_job_and_starts_the_budget_clock() {
     let (mut sched, mut k) = cbs_thread_started_at_3();
     assert_eq!(
         k.take(),
-        vec![
-            Request::Deadline(T1, 11),
-            Request::Reschedule,
-            Request::TimerArm(T1, 6)
-        ]
+        vec![Request::Deadline(T1, 11), Request::TimerArm(T1, 6)]
     );
     assert_eq!(
         kinds(&mut sched),
@@ -334,11 +299,7 @@ fn budget_exhaustion_with_work_left_postpones_the_deadline_and_refills() {
     sched.timer_expired(&mut k, T1).unwrap();
     assert_eq!(
         k.take(),
-        vec![
-            Request::Deadline(T1, 19),
-            Request::Reschedule,
-            Request::TimerArm(T1, 9)
-        ]
+        vec![Request::Deadline(T1, 19), Request::TimerArm(T1, 9)]
     );
     assert_eq!(
         kinds(&mut sched),
@@ -384,11 +345,7 @@ fn hard_reservation_throttles_until_the_server_deadline_then_refills() {
     // The one-shot timer has fired, so nothing is left to cancel.
     assert_eq!(
         k.take(),
-        vec![
-            Request::Deadline(T1, 19),
-            Request::Suspend(T1, 11),
-            Request::Reschedule
-        ]
+        vec![Request::Deadline(T1, 19), Request::Suspend(T1, 11),]
     );
     assert_eq!(sched.thread(T1).and_then(|b| b.throttled_until()), Some(11));
     sched.switched_out(&mut k, T1).unwrap();

@@ -10,7 +10,6 @@ pub enum Request {
     TimerCancel(ThreadId),
     Deadline(ThreadId, u64),
     Suspend(ThreadId, u64),
-    Reschedule,
 }
 
 #[derive(Default)]
@@ -52,8 +51,5 @@ impl Kernel for RecordingKernel {
     }
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         self.requests.push(Request::Suspend(thread, at));
-    }
-    fn reschedule(&mut self) {
-        self.requests.push(Request::Reschedule);
     }
 }

@@ -159,8 +159,6 @@ impl Kernel for McuKernel {
     fn suspend_until(&mut self, _: ThreadId, at: u64) {
         self.runnable_at = Some(at);
     }
-
-    fn reschedule(&mut self) {}
 }
 
 #[cfg(test)]

@@ -248,15 +248,13 @@ impl Kernel for SimKernel {
         self.clear(thread.index(), Due::Timer);
     }
     fn deadline_set(&mut self, thread: ThreadId, deadline: u64) {
+        // The simulator makes its scheduling decision again after every event anyway.
         self.threads[thread.index()].deadline = deadline;
     }
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         self.threads[thread.index()].blocked = true;
         let at_ns = self.clock.ns_of_tick(at);
         self.schedule(thread.index(), Due::Wake, at_ns);
-    }
-    fn reschedule(&mut self) {
-        // The simulator re-runs its scheduling decision after every event anyway.
     }
 }
 

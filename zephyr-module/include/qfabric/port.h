@@ -42,6 +42,7 @@ void qf_port_timer_arm(uint16_t slot, uint64_t at);
 void qf_port_timer_cancel(uint16_t slot);
 void qf_port_slot_release(uint16_t slot);
 void qf_port_deadline_set(struct k_thread *thread, uint64_t at);
+void qf_port_deadline_set_reschedule(struct k_thread *thread, uint64_t at);
 void qf_port_deadline_set_relative(struct k_thread *thread, int deadline);
 void qf_port_sleep_until(uint64_t at);
 void qf_port_throttle(uint16_t slot, struct k_thread *thread, uint64_t until);
@@ -66,5 +67,8 @@ void qf_rs_thread_exit(struct k_thread *thread);
  */
 void z_qf_switched_in(struct k_thread *thread, uintptr_t control);
 void z_qf_switched_out(struct k_thread *thread, uintptr_t control);
+
+/* CONFIG_QFABRIC_HOOKS_KERNEL_PATCH only: compiled in the patched kernel/sched.c (sched_hooks.h). */
+void z_qf_deadline_set_reschedule(struct k_thread *thread, int deadline);
 
 #endif /* QFABRIC_PORT_H_ */

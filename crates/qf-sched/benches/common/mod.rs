@@ -42,8 +42,6 @@ impl Kernel for StoreKernel {
     fn suspend_until(&mut self, _: ThreadId, at: u64) {
         self.wake = at;
     }
-    #[inline]
-    fn reschedule(&mut self) {}
 }
 
 /// A periodic CBS thread (period = server period = 100, Q = 30) that has just started a cycle

@@ -34,9 +34,6 @@ impl Kernel for Port {
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         PORT.store(u32::from(thread.0).wrapping_add(at as u32), Relaxed);
     }
-    fn reschedule(&mut self) {
-        PORT.store(1, Relaxed);
-    }
 }
 
 fn notify(notice: &Notice) {
