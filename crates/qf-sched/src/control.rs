@@ -537,8 +537,18 @@ impl ControlBlock {
                 // The clock restarted at `now` on a full budget: `rearm` from the values at hand,
                 // and without `aim_timer`'s comparison (the kernel timer just fired: whatever
                 // `timer_at` says, it is not armed).
-                let exhaustion = now.saturating_add(self.server.budget);
-                let target = self.miss_at.min(exhaustion);
+                // The earlier of the miss check and the exhaustion, as `switched_in` takes it,
+                // but here the check is not past (a due one was handled first and dropped, to
+                // `u64::MAX`), so the exhaustion is the earlier only when it is below `miss_at`,
+                // where its sum cannot wrap: no saturating sum, whose carry the 32-bit targets
+                // materialise (3 instructions of B_ROUT on the M33).
+                debug_assert!(self.miss_at >= now);
+                let room = self.miss_at.wrapping_sub(now);
+                let target = if self.server.budget < room {
+                    now.wrapping_add(self.server.budget)
+                } else {
+                    self.miss_at
+                };
                 debug_assert_ne!(target, NO_TIMER);
                 self.timer_at = target;
                 kernel.timer_arm(id, target);
