@@ -109,9 +109,7 @@ impl Entry for ApiCall<'_> {
     }
 
     fn deadline_set(&mut self, thread: Thread, deadline: u64) {
-        if !thread.0.is_null() {
-            port::deadline_set(thread, deadline);
-        }
+        deadline_only(thread, deadline);
         self.deferred.reschedule = true;
     }
 }
@@ -128,20 +126,18 @@ impl Entry for Timer {
     fn deadline_set(&mut self, thread: Thread, deadline: u64) {
         // Both under one hold of the kernel's scheduler lock: this is B_ROUT's kernel work.
         if thread.0.is_null() {
-            reschedule_only();
+            port::reschedule();
         } else {
             port::deadline_set_reschedule(thread, deadline);
         }
     }
 }
 
-/// [`Timer`]'s deadline for a free slot: never with the pool consistent (a slot is claimed before
-/// its control block is attached and released after it is detached), and cold, so the
-/// replenishment's call falls through.
-#[cold]
-#[inline(never)]
-fn reschedule_only() {
-    port::reschedule();
+/// Sets the deadline of `thread` (nothing for a free slot's null handle) without rescheduling.
+fn deadline_only(thread: Thread, deadline: u64) {
+    if !thread.0.is_null() {
+        port::deadline_set(thread, deadline);
+    }
 }
 
 impl Entry for InScheduler {
@@ -149,9 +145,7 @@ impl Entry for InScheduler {
 
     // The kernel is choosing the next thread already: the deadline only orders the run queue.
     fn deadline_set(&mut self, thread: Thread, deadline: u64) {
-        if !thread.0.is_null() {
-            port::deadline_set(thread, deadline);
-        }
+        deadline_only(thread, deadline);
     }
 }
 
