@@ -11,15 +11,25 @@
 
 #ifdef CONFIG_SCHED_DEADLINE
 /*
- * k_thread_absolute_deadline_set() then k_reschedule(), as v4.3.0 writes them, under one hold of
- * the scheduler lock. The budget timer's expiry (B_ROUT) postpones the running thread's deadline
- * and must let an earlier one preempt it when the interrupt returns; the two calls take and
- * release the lock twice and pass through two more functions (12 of B_ROUT's ~270 instructions
- * on the Cortex-M33).
+ * k_thread_absolute_deadline_set() then k_reschedule(), as v4.3.0 writes them, for the budget
+ * timer's expiry (B_ROUT): it postpones the running thread's deadline and must let an earlier
+ * one preempt it when the interrupt returns. The two calls take and release the scheduler lock
+ * twice and pass through two more functions (12 of B_ROUT's ~270 instructions on the
+ * Cortex-M33).
+ *
+ * The caller holds qfabric's own spinlock (port.c), so interrupts are locked. On a uniprocessor
+ * without spinlock validation a spinlock is nothing but that interrupt lock, so taking the
+ * scheduler lock would change nothing, and z_reschedule() could not swap under a locked key: it
+ * would only release the lock. The new decision (update_cache) takes effect when the timer
+ * interrupt returns, as after any timeout callback. With SMP (another CPU may hold the scheduler
+ * lock) or CONFIG_SPIN_VALIDATE (which checks every scheduler-lock holder) the lock is taken
+ * and released as upstream does.
  */
 void z_qf_deadline_set_reschedule(struct k_thread *thread, int deadline)
 {
+#if defined(CONFIG_SMP) || defined(CONFIG_SPIN_VALIDATE)
 	k_spinlock_key_t key = k_spin_lock(&_sched_spinlock);
+#endif
 
 	/* The deadline orders the run queue: requeue around the change (see upstream's setter). */
 	if (z_is_thread_queued(thread)) {
@@ -30,7 +40,10 @@ void z_qf_deadline_set_reschedule(struct k_thread *thread, int deadline)
 		thread->base.prio_deadline = deadline;
 	}
 	update_cache(0);
+
+#if defined(CONFIG_SMP) || defined(CONFIG_SPIN_VALIDATE)
 	z_reschedule(&_sched_spinlock, key);
+#endif
 }
 #endif /* CONFIG_SCHED_DEADLINE */
 
