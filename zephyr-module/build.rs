@@ -79,6 +79,7 @@ const FUNCTIONS: &[&str] = &[
     "qf_rs_init",
     "qf_rs_timer_expired",
     "qf_rs_timer_reaimed",
+    "qf_rs_miss_report",
     "qf_rs_thread_exit",
     "z_qf_switched_in",
     "z_qf_switched_out",
@@ -124,6 +125,7 @@ const VARS: &[&str] = &[
     "qf_errno_etimedout",
     "qf_errno_enotsup",
     "z_qf_switch_tick_valid",
+    "qf_expiry_miss_due",
 ];
 
 /// C types the Rust side builds or reads (the rest come in as what these functions use).

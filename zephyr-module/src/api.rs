@@ -10,7 +10,7 @@ use qf_sched::{Callback, Error, ThreadId};
 use crate::config::CBS;
 use crate::kernel::{Deferred, ZephyrKernel};
 use crate::port::{self, KThread, MissCallbackFn, Thread};
-use crate::state::{miss_reported, with_state, MissCallback, State};
+use crate::state::{locked_state, miss_reported, with_state, MissCallback, State};
 
 use crate::port::{negative, Errno};
 
@@ -206,54 +206,73 @@ pub extern "C" fn z_qf_switched_out(thread: *mut KThread, control: usize) {
     });
 }
 
+/// What the expiry entries return when the expiring timer is not wanted again (qf-sched never
+/// aims a timer at tick 0).
+const NO_REARM: u64 = 0;
+
 /// A slot's one-shot timer fired (timer interrupt) at tick `now`, aimed at that tick and not
-/// re-aimed since (see port.c): deadline-miss check, budget exhaustion. Its kernel actions
-/// happen under the lock (see kernel.rs); only the C deadline-miss callback waits for the
-/// lock's release.
+/// re-aimed since: deadline-miss check, budget exhaustion. port.c calls it with the lock held
+/// and arms the timer again itself, for the tick returned (see port.h): it has the timer at
+/// hand, and its lock then covers both the checks and the new aim. The kernel actions happen
+/// under the lock (see kernel.rs); only the C deadline-miss callback waits for its release.
 #[no_mangle]
-pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) {
+pub extern "C" fn qf_rs_timer_expired(slot: u16, now: u64) -> u64 {
+    // SAFETY: port.c's expiry holds the lock across this call, and nothing here takes it.
+    let state = unsafe { locked_state() };
     let id = ThreadId(slot);
-    let missed = with_state(|state| {
-        let mut kernel = ZephyrKernel::timer(&state.threads, now);
-        // The report is a value the compiler sees: where the expiry cannot have found a miss
-        // (a budget exhaustion without one) it drops the test altogether.
-        let expiry = state.sched.timer_expired(&mut kernel, id);
-        if !expiry.is_ok_and(|expiry| expiry.deadline_missed) {
-            return None;
-        }
-        let callback = state.miss_callbacks.get(id.index()).copied().flatten()?;
-        Some((callback, state.threads.thread(id)))
-    });
-    if let Some((callback, thread)) = missed {
+    let mut kernel = ZephyrKernel::timer(&state.threads, id, now);
+    // The expiry's report is a value the compiler sees: where it cannot have found a miss (a
+    // budget exhaustion without one) the test goes altogether.
+    let Ok(expiry) = state.sched.timer_expired(&mut kernel, id) else {
+        return NO_REARM;
+    };
+    // Where the checks aimed the timer (the kernel above leaves the expiring one to port.c).
+    let rearm = expiry.timer_target().unwrap_or(NO_REARM);
+    if expiry.deadline_missed {
+        miss_due(state, id);
+    }
+    rearm
+}
+
+/// A deadline miss was found: leaves its C callback, if any, for [`qf_rs_miss_report`], which
+/// port.c calls once it has released the lock.
+#[cold]
+#[inline(never)]
+fn miss_due(state: &mut State, id: ThreadId) {
+    if let Some(callback) = state.miss_callbacks.get(id.index()).copied().flatten() {
+        state.miss_due = Some((callback, state.threads.thread(id)));
+        port::expiry_miss_due_set();
+    }
+}
+
+/// Runs the deadline-miss callback the last expiry left (port.c calls it once it has released
+/// the lock, when `qf_expiry_miss_due` says so).
+#[no_mangle]
+pub extern "C" fn qf_rs_miss_report() {
+    if let Some((callback, thread)) = with_state(|state| state.miss_due.take()) {
         port::miss_callback(callback.func, thread, callback.arg);
     }
 }
 
 /// A slot's one-shot timer fired at tick `now` after the scheduler aimed it again, not
-/// earlier, while it was pending (port.c): it may be early. Then it is set again for the
-/// scheduler's instant, without the checks, none of which can be due before it (the
-/// scheduler's timer target, see qf-sched); else it is [`qf_rs_timer_expired`]. Apart from
-/// that entry so that the common expiry (aimed once, due) does not pay for the test.
+/// earlier, while it was pending (port.c, lock held as for [`qf_rs_timer_expired`]): it may
+/// be early. Then it is set again for the scheduler's instant, without the checks, none of
+/// which can be due before it (the scheduler's timer target, see qf-sched); else it is
+/// [`qf_rs_timer_expired`]. Apart from that entry so that the common expiry (aimed once, due)
+/// does not pay for the test.
 #[no_mangle]
-pub extern "C" fn qf_rs_timer_reaimed(slot: u16, now: u64) {
-    let early = with_state(|state| {
-        let target = state
-            .sched
-            .thread(ThreadId(slot))
-            .and_then(|block| block.timer_target());
-        match target {
-            Some(target) if now < target => {
-                port::timer_arm(slot, target);
-                true
-            }
-            _ => false,
-        }
-    });
-    // Between the two locked sections a higher-priority interrupt may change the thread's
-    // state: the checks then find what is due for the new state (at worst nothing, and aim
-    // the timer again), as for any expiry.
-    if !early {
-        qf_rs_timer_expired(slot, now);
+pub extern "C" fn qf_rs_timer_reaimed(slot: u16, now: u64) -> u64 {
+    // SAFETY: port.c's expiry holds the lock across this call, and nothing here takes it.
+    let state = unsafe { locked_state() };
+    match state
+        .sched
+        .thread(ThreadId(slot))
+        .and_then(|block| block.timer_target())
+    {
+        Some(target) if now < target => target,
+        // A call, not the checks inlined a second time: with two copies the compiler would
+        // keep them out of line, and the common expiry would pay a call.
+        _ => qf_rs_timer_expired(slot, now),
     }
 }
 

@@ -29,6 +29,7 @@ same_signature!(
     state::qf_rs_init,
     api::qf_rs_timer_expired,
     api::qf_rs_timer_reaimed,
+    api::qf_rs_miss_report,
     api::qf_rs_thread_exit,
     trace::qf_trace_pop,
     trace::qf_trace_lost,

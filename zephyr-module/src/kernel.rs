@@ -38,8 +38,17 @@ pub struct ZephyrKernel<'a, E> {
     entry: E,
 }
 
-/// What an entry does with a thread `qf-sched` suspends and with a deadline it sets.
+/// What an entry does with a thread `qf-sched` suspends, with a deadline it sets and with a
+/// timer it aims.
 pub trait Entry {
+    /// `thread`'s timer must fire at tick `at` (never 0, qf-sched's "no timer").
+    fn timer_arm(&mut self, thread: ThreadId, at: u64) {
+        port::timer_arm(thread.0, at);
+    }
+    /// `thread`'s timer is no longer wanted.
+    fn timer_cancel(&mut self, thread: ThreadId) {
+        port::timer_cancel(thread.0);
+    }
     /// `thread` (handle `handle`, null if its slot is free) must not run before tick `at`.
     fn suspend_until(&mut self, thread: ThreadId, handle: Thread, at: u64);
     /// `thread` (null if its slot is free) gets deadline `deadline` (a tick), and the
@@ -53,8 +62,12 @@ pub struct ApiCall<'a> {
     deferred: &'a mut Deferred,
 }
 
-/// A timer expiry, in the timer interrupt: throttling and rescheduling happen at once.
-pub struct Timer;
+/// A timer expiry, in the timer interrupt: throttling and rescheduling happen at once. The
+/// expiring timer is not aimed here: port.c, which holds the lock and the timer, arms it again
+/// after the checks, for the target they leave in the scheduler (see `qf_rs_timer_expired`).
+pub struct Timer {
+    expiring: ThreadId,
+}
 
 /// Inside the kernel's scheduler: nothing is done.
 pub struct InScheduler;
@@ -77,12 +90,12 @@ impl<'a> ZephyrKernel<'a, ApiCall<'a>> {
 }
 
 impl<'a> ZephyrKernel<'a, Timer> {
-    /// A timer expiry at tick `now` (the timer interrupt).
-    pub fn timer(threads: &'a Registry, now: u64) -> Self {
+    /// The expiry of `expiring`'s timer at tick `now` (the timer interrupt).
+    pub fn timer(threads: &'a Registry, expiring: ThreadId, now: u64) -> Self {
         ZephyrKernel {
             threads,
             now,
-            entry: Timer,
+            entry: Timer { expiring },
         }
     }
 }
@@ -115,6 +128,23 @@ impl Entry for ApiCall<'_> {
 }
 
 impl Entry for Timer {
+    // The expiring timer is out of the timeout queue, and port.c aims it from the scheduler's
+    // target after the checks. qf-sched aims no other thread's timer from an expiry; if it
+    // did, that one would be aimed at once.
+    #[inline(always)]
+    fn timer_arm(&mut self, thread: ThreadId, at: u64) {
+        if thread != self.expiring {
+            port::timer_arm(thread.0, at);
+        }
+    }
+
+    #[inline(always)]
+    fn timer_cancel(&mut self, thread: ThreadId) {
+        if thread != self.expiring {
+            port::timer_cancel(thread.0);
+        }
+    }
+
     fn suspend_until(&mut self, thread: ThreadId, handle: Thread, at: u64) {
         if !handle.0.is_null() {
             port::throttle(thread.0, handle, at);
@@ -154,12 +184,14 @@ impl<E: Entry> Kernel for ZephyrKernel<'_, E> {
         self.now
     }
 
+    #[inline(always)]
     fn timer_arm(&mut self, thread: ThreadId, at: u64) {
-        port::timer_arm(thread.0, at);
+        self.entry.timer_arm(thread, at);
     }
 
+    #[inline(always)]
     fn timer_cancel(&mut self, thread: ThreadId) {
-        port::timer_cancel(thread.0);
+        self.entry.timer_cancel(thread);
     }
 
     #[inline(always)]

@@ -33,16 +33,19 @@ static struct k_spinlock qf_lock;
  */
 bool z_qf_switch_tick_valid;
 
+bool qf_expiry_miss_due;
+
 /*
  * One budget/deadline-miss timer per pool slot, disarmed lazily: the context-switch hooks re-aim
  * it on every switch, and reprogramming a kernel timeout each time (z_abort_timeout +
  * z_add_timeout + the timer driver) costs more than the hook's own work. So cancelling only
  * marks the timer unwanted, and aiming later than a pending expiry keeps that expiry. An
  * unwanted expiry is dropped here. One re-aimed while armed may be early (the scheduler moved
- * its instant later since): it goes to the Rust side's qf_rs_timer_reaimed, which sets it again
- * for the scheduler's target if so; every other expiry is due and goes straight to the checks
- * (qf_rs_timer_expired, api.rs). The scheduler keeps the instant it wants (qf-sched's timer
- * target), so this layer does not keep a second copy.
+ * its instant later since): it goes to the Rust side's qf_rs_timer_reaimed, which reports the
+ * scheduler's target if so; every other expiry is due and goes straight to the checks
+ * (qf_rs_timer_expired, api.rs). Both run with the lock held by the expiry here, which arms
+ * the timer again for the tick they report. The scheduler keeps the instant it wants
+ * (qf-sched's timer target), so this layer does not keep a second copy.
  */
 struct qf_timer {
 	struct _timeout timeout;
@@ -52,7 +55,9 @@ struct qf_timer {
 };
 
 #define QF_TIMER_WANTED BIT(0) /* the scheduler wants an expiry */
-#define QF_TIMER_ARMED  BIT(1) /* the kernel timeout is in the timeout queue */
+#define QF_TIMER_ARMED  BIT(1) /* the kernel timeout is in the timeout queue (or has just left
+				* it, its expiry waiting for qf_lock)
+				*/
 #define QF_TIMER_REAIMED BIT(2) /* aimed again while armed, not earlier: may fire early */
 
 static struct qf_timer qf_timers[CONFIG_QFABRIC_MAX_THREADS];
@@ -100,11 +105,11 @@ static ALWAYS_INLINE k_timeout_t qf_abs_ticks(uint64_t at)
 	return (k_timeout_t){.ticks = (k_ticks_t)((uint64_t)K_TICKS_FOREVER - 1U - at)};
 }
 
-/* Arms a timer that is not armed. Inlined, and the timeout is added last, so its callers
- * tail-call z_add_timeout and save no registers: the switch-in hook reaches it through
- * qf_port_timer_arm on nearly every switch, and the saves are most of a call's cost on RV32,
- * which has no multi-register push. Marking it armed first is safe: nothing fires it before it
- * is added.
+/* Arms a timer that is not armed. Inlined, and the timeout is added last, so
+ * qf_port_timer_arm tail-calls z_add_timeout and saves no registers: the switch-in hook
+ * reaches it on nearly every switch, and the saves are most of a call's cost on RV32, which
+ * has no multi-register push. Marking it armed first is safe: nothing fires it before it is
+ * added.
  */
 static ALWAYS_INLINE void qf_timer_add(struct qf_timer *t, uint64_t at)
 {
@@ -125,9 +130,19 @@ static __noinline void qf_timer_advance(struct qf_timer *t, uint64_t at)
 static void qf_timer_fired(struct _timeout *timeout)
 {
 	struct qf_timer *t = CONTAINER_OF(timeout, struct qf_timer, timeout);
-
+	k_spinlock_key_t key = k_spin_lock(&qf_lock);
 	uint8_t state = t->state;
+	uint64_t next = 0U;
 
+	/* The kernel took the timeout out of its queue and then released its lock to call this:
+	 * an interrupt that preempted the timer's may have aimed the timer in between, which
+	 * (finding it marked armed) may have queued it again. Then this expiry is stale and the
+	 * new one stands.
+	 */
+	if (!z_is_inactive_timeout(timeout)) {
+		k_spin_unlock(&qf_lock, key);
+		return;
+	}
 	/* Not armed any more, and not wanted until the scheduler aims it again. */
 	t->state = 0;
 	/* Inside sys_clock_announce the current tick is this timeout's expiry tick, which is
@@ -139,9 +154,23 @@ static void qf_timer_fired(struct _timeout *timeout)
 	 * what testing the wanted bit alone did.
 	 */
 	if (state == (QF_TIMER_WANTED | QF_TIMER_ARMED)) {
-		qf_rs_timer_expired(t->slot, t->pending);
+		next = qf_rs_timer_expired(t->slot, t->pending);
 	} else if ((state & QF_TIMER_WANTED) != 0U) {
-		qf_rs_timer_reaimed(t->slot, t->pending);
+		next = qf_rs_timer_reaimed(t->slot, t->pending);
+	}
+	/* Armed again here, under the same lock as the checks, with the timer at hand (the Rust
+	 * side would reach it through its slot and test whether it is armed).
+	 */
+	if (next != 0U) {
+		qf_timer_add(t, next);
+	}
+	k_spin_unlock(&qf_lock, key);
+	/* A flag in memory rather than a bit of the report: the report would stay live across
+	 * the timer's arming, in one more saved register.
+	 */
+	if (unlikely(qf_expiry_miss_due)) {
+		qf_expiry_miss_due = false;
+		qf_rs_miss_report();
 	}
 }
 
@@ -243,7 +272,9 @@ void qf_port_deadline_set(struct k_thread *thread, uint64_t at)
 void qf_port_deadline_set_reschedule(struct k_thread *thread, uint64_t at)
 {
 #ifdef CONFIG_QFABRIC_HOOKS_KERNEL_PATCH
-	/* One hold of the scheduler lock for both (sched_hooks.h). */
+	/* One hold of the scheduler lock for both, none on a uniprocessor: the timer expiry, the
+	 * only caller, holds qf_lock (sched_hooks.h).
+	 */
 	z_qf_deadline_set_reschedule(thread, qf_deadline_cycles(at));
 #else
 	z_impl_k_thread_absolute_deadline_set(thread, qf_deadline_cycles(at));

@@ -13,7 +13,7 @@ use crate::sys::{
     qf_port_deadline_set_relative, qf_port_deadline_set_reschedule, qf_port_lock,
     qf_port_miss_callback, qf_port_now, qf_port_print, qf_port_reschedule, qf_port_sleep_until,
     qf_port_slot_release, qf_port_throttle, qf_port_timer_arm, qf_port_timer_cancel,
-    qf_port_unlock, z_qf_switch_tick_valid,
+    qf_expiry_miss_due, qf_port_unlock, z_qf_switch_tick_valid,
 };
 #[cfg(qf_thread_field)]
 use crate::sys::{qf_port_thread_control_get, qf_port_thread_control_set};
@@ -93,6 +93,15 @@ pub fn switch_tick_set_valid() {
 pub fn switch_tick_take_valid() -> bool {
     // SAFETY: as for `switch_tick_set_valid`.
     unsafe { core::ptr::addr_of_mut!(z_qf_switch_tick_valid).replace(false) }
+}
+
+/// Asks port.c's timer expiry to run [`crate::api::qf_rs_miss_report`] once it has released
+/// the lock.
+pub fn expiry_miss_due_set() {
+    // SAFETY: a plain bool of port.c, written here by a timer expiry and read and cleared by
+    // port.c's expiry after it, both in the timer interrupt on the one CPU (qfabric requires
+    // !SMP), which does not nest.
+    unsafe { core::ptr::addr_of_mut!(qf_expiry_miss_due).write(true) }
 }
 
 /// Converts an API duration in hardware cycles to ticks, rounding up.

@@ -1,12 +1,12 @@
 //! The one scheduler of the system and what the adapter keeps beside it, behind the qfabric
-//! spinlock. [`with_state`] is the only way in.
+//! spinlock. [`with_state`] is the way in ([`locked_state`] for a C caller holding the lock).
 
 use core::cell::UnsafeCell;
 
 use qf_sched::{Bandwidth, Scheduler};
 
 use crate::config::{ADMISSION, MAX_THREADS, TRACE_EVENTS};
-use crate::port::{self, MissCallbackFn};
+use crate::port::{self, MissCallbackFn, Thread};
 use crate::switch_log;
 use crate::threads::Registry;
 
@@ -23,6 +23,10 @@ pub struct State {
     pub sched: Scheduler<MAX_THREADS, TRACE_EVENTS>,
     pub threads: Registry,
     pub miss_callbacks: [Option<MissCallback>; MAX_THREADS],
+    /// The C deadline-miss callback a timer expiry found due, with its thread, until port.c
+    /// has released the lock and asks for it to run (`qf_rs_miss_report`). One suffices:
+    /// timer expiries run one at a time, in the timer interrupt.
+    pub miss_due: Option<(MissCallback, Thread)>,
     pub switches: switch_log::Log,
     /// The tick the last switch-out hook read (see `port::switch_tick_take_valid`).
     pub switch_tick: u64,
@@ -36,6 +40,7 @@ impl State {
             sched: Scheduler::new(),
             threads: Registry::new(),
             miss_callbacks: [None; MAX_THREADS],
+            miss_due: None,
             switches: switch_log::Log::new(),
             switch_tick: 0,
         }
@@ -45,7 +50,8 @@ impl State {
 struct Locked(UnsafeCell<State>);
 
 // SAFETY: the state is only reached through `with_state`, which holds the qfabric spinlock
-// (interrupts locked; qfabric requires one CPU, see Kconfig) for the whole access.
+// (interrupts locked; qfabric requires one CPU, see Kconfig) for the whole access, or through
+// `locked_state`, whose caller holds it.
 unsafe impl Sync for Locked {}
 
 static STATE: Locked = Locked(UnsafeCell::new(State::new()));
@@ -72,8 +78,20 @@ pub extern "C" fn qf_rs_init() {
 pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
     let key = port::lock();
     // SAFETY: the lock is held until after `f` returns, so this is the only reference.
-    let state = unsafe { &mut *STATE.0.get() };
-    let result = f(state);
+    let result = f(unsafe { locked_state() });
     port::unlock(key);
     result
+}
+
+/// The state, for an entry whose C caller holds the qfabric lock (port.c's timer expiry, which
+/// also arms the timer again under it).
+///
+/// # Safety
+/// The qfabric lock must be held for as long as the reference lives, and no other reference
+/// to the state may exist: only a C entry point that is called with the lock held, and
+/// that calls nothing which takes it, may use this.
+pub unsafe fn locked_state<'a>() -> &'a mut State {
+    // SAFETY: the caller holds the lock (the function's contract), which serializes every
+    // access to the state.
+    unsafe { &mut *STATE.0.get() }
 }

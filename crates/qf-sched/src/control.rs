@@ -66,6 +66,24 @@ pub struct Expiry {
     /// has run. A port whose own callbacks must wait (Zephyr's run after the scheduler lock is
     /// released) runs them when it reads this.
     pub deadline_missed: bool,
+    /// Where the expiry left the thread's timer aimed, [`NO_TIMER`] for nowhere (see
+    /// [`Self::timer_target`]).
+    timer_at: u64,
+}
+
+impl Expiry {
+    /// Where the expiry left the thread's timer aimed (`None`: nowhere), as
+    /// [`ControlBlock::timer_target`] then says. The expiring kernel timer has fired, so a port
+    /// may arm it again for this instant after the expiry instead of inside
+    /// [`Kernel::timer_arm`](crate::Kernel::timer_arm), which it may then leave alone for the
+    /// expiring thread; the report comes in registers, the block would have to be read again.
+    pub const fn timer_target(&self) -> Option<u64> {
+        if self.timer_at == NO_TIMER {
+            None
+        } else {
+            Some(self.timer_at)
+        }
+    }
 }
 
 /// Per-thread scheduling state. Read it through the accessors; change it only through the
@@ -463,19 +481,20 @@ impl ControlBlock {
         // A miss takes its own (cold) copy of the checks, so the common expiry's report is a
         // constant: an adapter's test of it vanishes instead of joining two paths.
         if now >= self.miss_at {
-            self.timer_expired_at_miss(kernel, ring, id, now);
             return Expiry {
                 deadline_missed: true,
+                timer_at: self.timer_expired_at_miss(kernel, ring, id, now),
             };
         }
-        self.check_budget(kernel, ring, id, now, true);
         Expiry {
             deadline_missed: false,
+            timer_at: self.check_budget(kernel, ring, id, now, true),
         }
     }
 
     /// [`Self::timer_expired`] when the deadline-miss check is due: the cycle is still running
     /// at its deadline, so DEADLINE_MISS and the callback, then the budget check as usual.
+    /// Returns the timer's new aim as [`Self::check_budget`] does.
     #[cold]
     #[inline(never)]
     fn timer_expired_at_miss<K: Kernel, const E: usize>(
@@ -484,7 +503,7 @@ impl ControlBlock {
         ring: &mut EventRing<E>,
         id: ThreadId,
         now: u64,
-    ) {
+    ) -> u64 {
         let missed = self.miss_at;
         self.miss_at = NO_MISS_CHECK;
         ring.push(Event {
@@ -502,11 +521,12 @@ impl ControlBlock {
                 arg: callback.arg,
             });
         }
-        self.check_budget(kernel, ring, id, now, false);
+        self.check_budget(kernel, ring, id, now, false)
     }
 
     /// The budget half of a timer expiry: exhaustion if the budget ran out, then the timer
     /// aimed at the next check. `miss_not_due`: the deadline-miss check is not due at `now`.
+    /// Returns the timer's new aim (`timer_at`), from registers where it was just worked out.
     #[inline(always)]
     fn check_budget<K: Kernel, const E: usize>(
         &mut self,
@@ -515,7 +535,7 @@ impl ControlBlock {
         id: ThreadId,
         now: u64,
         miss_not_due: bool,
-    ) {
+    ) -> u64 {
         // Only a job that arrived at the server starts the clock (`resume_budget`), and every
         // change that ends that stops it: a running clock needs no test of `cycle_served`.
         debug_assert!(self.budget_running_since.is_none() || self.cycle_served);
@@ -552,12 +572,13 @@ impl ControlBlock {
                 debug_assert_ne!(target, NO_TIMER);
                 self.timer_at = target;
                 kernel.timer_arm(id, target);
-                return;
+                return target;
             }
         }
         // The kernel timer fired, so it is no longer armed, whatever it was aimed at.
         self.timer_at = NO_TIMER;
         self.rearm(kernel, id);
+        self.timer_at
     }
 
     /// The budget is used up while the job still runs (the clock is running): B_ROUT, or

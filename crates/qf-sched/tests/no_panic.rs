@@ -149,8 +149,22 @@ fn run_with_timer_delivery(calls: &[Call]) -> Result<(), String> {
                         !matches!(r, Request::TimerArm(x, _) | Request::TimerCancel(x) if *x == thread)
                     });
                     let mark = k.requests.len();
-                    let _ = sched.timer_expired(&mut k, thread);
+                    let expiry = sched.timer_expired(&mut k, thread);
                     check(&k, mark, k.now)?;
+                    // The report's aim is the one the expiry gave the kernel (a port may arm
+                    // from it instead) and the one the block keeps.
+                    if let Ok(expiry) = expiry {
+                        let block = sched.thread(thread).and_then(|b| b.timer_target());
+                        if expiry.timer_target() != k.armed(thread)
+                            || expiry.timer_target() != block
+                        {
+                            return Err(format!(
+                                "{thread:?}: expiry reports {:?}, kernel armed {:?}, block {block:?}",
+                                expiry.timer_target(),
+                                k.armed(thread)
+                            ));
+                        }
+                    }
                 }
                 k.now = target;
                 Ok(())

@@ -32,6 +32,11 @@ extern const int qf_errno_enotsup;
  */
 extern bool z_qf_switch_tick_valid;
 
+/* Set by a timer expiry (under the lock) that found a deadline miss with a C callback, cleared
+ * by port.c's expiry, which then runs it through qf_rs_miss_report() with the lock released.
+ */
+extern bool qf_expiry_miss_due;
+
 /* Kernel services for the Rust scheduler (src/port.c; the Rust wrappers are in port.rs). */
 uint32_t qf_port_lock(void);
 void qf_port_unlock(uint32_t key);
@@ -56,8 +61,14 @@ void qf_port_thread_control_set(struct k_thread *thread, uintptr_t control);
 
 /* Implemented in Rust (src/state.rs, src/api.rs). */
 void qf_rs_init(void);
-void qf_rs_timer_expired(uint16_t slot, uint64_t now);
-void qf_rs_timer_reaimed(uint16_t slot, uint64_t now);
+/*
+ * A slot's timer fired (port.c's expiry, which holds the qfabric lock across the call): they
+ * return the tick to arm the slot's timer for again, 0 for none, and set qf_expiry_miss_due
+ * when a deadline-miss callback is to run once the lock is released (qf_rs_miss_report).
+ */
+uint64_t qf_rs_timer_expired(uint16_t slot, uint64_t now);
+uint64_t qf_rs_timer_reaimed(uint16_t slot, uint64_t now);
+void qf_rs_miss_report(void);
 void qf_rs_thread_exit(struct k_thread *thread);
 /*
  * The context-switch hooks: from the kernel patch (kernel_hooks.h) or CONFIG_TRACING_USER.
@@ -68,7 +79,9 @@ void qf_rs_thread_exit(struct k_thread *thread);
 void z_qf_switched_in(struct k_thread *thread, uintptr_t control);
 void z_qf_switched_out(struct k_thread *thread, uintptr_t control);
 
-/* CONFIG_QFABRIC_HOOKS_KERNEL_PATCH only: compiled in the patched kernel/sched.c (sched_hooks.h). */
+/* CONFIG_QFABRIC_HOOKS_KERNEL_PATCH only: compiled in the patched kernel/sched.c (sched_hooks.h).
+ * Call with the qfabric lock held.
+ */
 void z_qf_deadline_set_reschedule(struct k_thread *thread, int deadline);
 
 #endif /* QFABRIC_PORT_H_ */
