@@ -9,11 +9,11 @@ use core::fmt::Write;
 // The declarations come from include/qfabric/port.h through bindgen (build.rs, `crate::sys`).
 use crate::sys::{
     qf_errno_ebusy, qf_errno_einval, qf_errno_enomem, qf_errno_enospc, qf_errno_enotsup,
-    qf_errno_etimedout, qf_port_current, qf_port_cycles_to_ticks, qf_port_deadline_set,
-    qf_port_deadline_set_relative, qf_port_deadline_set_reschedule, qf_port_lock,
-    qf_port_miss_callback, qf_port_now, qf_port_print, qf_port_reschedule, qf_port_sleep_until,
-    qf_port_slot_release, qf_port_throttle, qf_port_timer_arm, qf_port_timer_cancel,
-    qf_expiry_miss_due, qf_port_unlock, z_qf_switch_tick_valid,
+    qf_errno_etimedout, qf_expiry_miss_due, qf_port_current, qf_port_cycles_to_ticks,
+    qf_port_deadline_set, qf_port_deadline_set_relative, qf_port_deadline_set_reschedule,
+    qf_port_lock, qf_port_miss_callback, qf_port_now, qf_port_print, qf_port_reschedule,
+    qf_port_sleep_until, qf_port_slot_release, qf_port_throttle, qf_port_timer_arm,
+    qf_port_timer_cancel, qf_port_unlock, z_qf_switch_tick_valid,
 };
 #[cfg(qf_thread_field)]
 use crate::sys::{qf_port_thread_control_get, qf_port_thread_control_set};
