@@ -64,7 +64,7 @@ pub struct ApiCall<'a> {
 
 /// A timer expiry, in the timer interrupt: throttling and rescheduling happen at once. The
 /// expiring timer is not aimed here: port.c, which holds the lock and the timer, arms it again
-/// after the checks, for the target they leave in the scheduler (see `qf_rs_timer_expired`).
+/// after the checks, for the target their `qf_sched::Expiry` reports (see `qf_rs_timer_expired`).
 pub struct Timer {
     expiring: ThreadId,
 }
@@ -128,8 +128,8 @@ impl Entry for ApiCall<'_> {
 }
 
 impl Entry for Timer {
-    // The expiring timer is out of the timeout queue, and port.c aims it from the scheduler's
-    // target after the checks. qf-sched aims no other thread's timer from an expiry; if it
+    // The expiring timer is out of the timeout queue, and port.c aims it from the expiry's
+    // report after the checks. qf-sched aims no other thread's timer from an expiry; if it
     // did, that one would be aimed at once.
     #[inline(always)]
     fn timer_arm(&mut self, thread: ThreadId, at: u64) {

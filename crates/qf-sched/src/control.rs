@@ -59,6 +59,15 @@ pub struct Notice {
     pub arg: usize,
 }
 
+/// A timer aim as the API shows it: [`NO_TIMER`] is `None`.
+const fn timer_target_of(timer_at: u64) -> Option<u64> {
+    if timer_at == NO_TIMER {
+        None
+    } else {
+        Some(timer_at)
+    }
+}
+
 /// What one timer expiry found, beyond what it did.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Expiry {
@@ -78,11 +87,7 @@ impl Expiry {
     /// [`Kernel::timer_arm`](crate::Kernel::timer_arm), which it may then leave alone for the
     /// expiring thread; the report comes in registers, the block would have to be read again.
     pub const fn timer_target(&self) -> Option<u64> {
-        if self.timer_at == NO_TIMER {
-            None
-        } else {
-            Some(self.timer_at)
-        }
+        timer_target_of(self.timer_at)
     }
 }
 
@@ -195,11 +200,7 @@ impl ControlBlock {
     /// [`crate::Scheduler::timer_expired`] is due before this instant (every change that brings
     /// one earlier aims the timer again), so an adapter may just set its timer again for it.
     pub const fn timer_target(&self) -> Option<u64> {
-        if self.timer_at == NO_TIMER {
-            None
-        } else {
-            Some(self.timer_at)
-        }
+        timer_target_of(self.timer_at)
     }
     /// The absolute deadline the pending deadline-miss check watches: the cycle's deadline as
     /// set when it started (a CBS postponement does not move it). `None` once the cycle ended,
