@@ -32,8 +32,10 @@
 
 K_THREAD_STACK_DEFINE(worker_stack, STACK_SIZE);
 K_THREAD_STACK_DEFINE(helper_stack, STACK_SIZE);
+K_THREAD_STACK_DEFINE(second_helper_stack, STACK_SIZE);
 static struct k_thread worker_thread;
 static struct k_thread helper_thread;
+static struct k_thread second_helper_thread;
 
 static int ms(int milliseconds)
 {
@@ -400,6 +402,81 @@ ZTEST(qfabric_edf, test_cbs_budget_exhaustion_postpones_the_deadline)
 {
 	Z_TEST_SKIP_IFNDEF(CONFIG_QFABRIC_CBS);
 	run_worker(cbs_exhausted);
+}
+
+/* Who ran to the end, in order: one letter per thread. */
+static char finish_order[4];
+static atomic_t finish_count;
+
+static void finished(char who)
+{
+	atomic_val_t at = atomic_inc(&finish_count);
+
+	if (at < (atomic_val_t)sizeof(finish_order) - 1) {
+		finish_order[at] = who;
+	}
+}
+
+static void edf_peer(void *who, void *b, void *c)
+{
+	k_busy_wait(500);
+	finished((char)(uintptr_t)who);
+}
+
+/* A plain EDF thread at the worker's priority, queued with a relative deadline. */
+static void start_edf_peer(struct k_thread *thread, k_thread_stack_t *stack, char who,
+			   int deadline_ms)
+{
+	k_thread_create(thread, stack, STACK_SIZE, edf_peer, (void *)(uintptr_t)who, NULL, NULL,
+			WORKER_PRIO, 0, K_FOREVER);
+	zassert_ok(deadline_set(thread, ms(deadline_ms)));
+	k_thread_start(thread);
+}
+
+/* Two plain EDF peers' relative deadlines, and the order the three threads must finish in. */
+struct peers_case {
+	int a_ms;
+	int b_ms;
+	const char *order;
+};
+
+static void cbs_exhausted_among_peers(void *arg, void *b, void *c)
+{
+	const struct peers_case *peers = arg;
+
+	memset(finish_order, 0, sizeof(finish_order));
+	atomic_clear(&finish_count);
+	zassert_ok(budget_set(k_current_get(), ms(2)));
+	zassert_ok(deadline_set(k_current_get(), ms(10)));
+	/* Same priority, later deadlines than this thread's 10 ms: both wait behind it. */
+	start_edf_peer(&helper_thread, helper_stack, 'A', peers->a_ms);
+	start_edf_peer(&second_helper_thread, second_helper_stack, 'B', peers->b_ms);
+	/* At 2 ms the budget runs out and the deadline moves to 20 ms: the peers due before
+	 * that now run first, and this thread resumes before the others.
+	 */
+	k_busy_wait(3000);
+	finished('W');
+	zassert_ok(k_thread_join(&helper_thread, K_SECONDS(1)));
+	zassert_ok(k_thread_join(&second_helper_thread, K_SECONDS(1)));
+	zassert_str_equal(finish_order, peers->order, "finished in the order %s, not %s",
+			  finish_order, peers->order);
+}
+
+ZTEST(qfabric_edf, test_cbs_budget_exhaustion_requeues_by_the_new_deadline)
+{
+	/* Between the peers, behind both (the queue's tail), and still ahead of both. */
+	static const struct peers_case cases[] = {
+		{.a_ms = 15, .b_ms = 25, .order = "AWB"},
+		{.a_ms = 15, .b_ms = 17, .order = "ABW"},
+		{.a_ms = 22, .b_ms = 25, .order = "WAB"},
+	};
+
+	Z_TEST_SKIP_IFNDEF(CONFIG_QFABRIC_CBS);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		k_thread_create(&worker_thread, worker_stack, STACK_SIZE, cbs_exhausted_among_peers,
+				(void *)&cases[i], NULL, NULL, WORKER_PRIO, 0, K_NO_WAIT);
+		zassert_ok(k_thread_join(&worker_thread, K_SECONDS(10)));
+	}
 }
 
 /* ---- admission control ---- */
