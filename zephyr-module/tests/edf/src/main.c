@@ -47,11 +47,16 @@ static int64_t now(void)
 	return k_uptime_ticks();
 }
 
-static void run_worker(k_thread_entry_t entry)
+static void run_worker_with(k_thread_entry_t entry, void *arg)
 {
-	k_thread_create(&worker_thread, worker_stack, STACK_SIZE, entry, NULL, NULL, NULL,
+	k_thread_create(&worker_thread, worker_stack, STACK_SIZE, entry, arg, NULL, NULL,
 			WORKER_PRIO, 0, K_NO_WAIT);
 	zassert_ok(k_thread_join(&worker_thread, K_SECONDS(10)));
+}
+
+static void run_worker(k_thread_entry_t entry)
+{
+	run_worker_with(entry, NULL);
 }
 
 static void drain_trace(void)
@@ -473,9 +478,7 @@ ZTEST(qfabric_edf, test_cbs_budget_exhaustion_requeues_by_the_new_deadline)
 
 	Z_TEST_SKIP_IFNDEF(CONFIG_QFABRIC_CBS);
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		k_thread_create(&worker_thread, worker_stack, STACK_SIZE, cbs_exhausted_among_peers,
-				(void *)&cases[i], NULL, NULL, WORKER_PRIO, 0, K_NO_WAIT);
-		zassert_ok(k_thread_join(&worker_thread, K_SECONDS(10)));
+		run_worker_with(cbs_exhausted_among_peers, (void *)&cases[i]);
 	}
 }
 
