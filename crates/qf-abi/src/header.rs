@@ -19,8 +19,9 @@ use crate::{AbiError, EffectClass, Problem, Status};
 
 /// ASCII `QFAB`.
 pub const MAGIC: [u8; 4] = *b"QFAB";
-/// The protocol version this crate speaks.
-pub const PROTOCOL_VERSION: u8 = 1;
+/// The protocol version this crate speaks (defined at the crate root, which [`crate::error`]
+/// names too).
+pub use crate::PROTOCOL_VERSION;
 /// Bytes in a header.
 pub const HEADER_LEN: usize = 36;
 /// Largest whole frame.

@@ -29,6 +29,9 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+/// The protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u8 = 1;
+
 pub mod codec;
 mod effect;
 mod error;
@@ -41,8 +44,6 @@ pub use codec::{decode_payload, decode_payload_seed, encode_payload, encoded_len
 pub use effect::EffectClass;
 pub use error::{AbiError, Problem};
 pub use frame::{decode_frame, encode_frame, encode_frame_raw, Frame};
-pub use header::{
-    Header, MessageKind, HEADER_LEN, MAGIC, MAX_FRAME_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION,
-};
+pub use header::{Header, MessageKind, HEADER_LEN, MAGIC, MAX_FRAME_LEN, MAX_PAYLOAD_LEN};
 pub use replay::{ReplayWindow, DEFAULT_REPLAY_WINDOW};
 pub use status::Status;

@@ -12,11 +12,11 @@
 //!   after it.
 
 use crate::model::DomainId;
-use crate::report::{ms, read_csv, Table};
 use crate::resident::{summarize, ResultObservation};
 use crate::rt::CallerPolicy;
 use crate::stats::{percentile, Bootstrap, Estimate};
 use crate::synthetic::{LOADS, WORKLOADS};
+use crate::table::{ms, read_csv, Table};
 use crate::traces::{trace_file_name, Trace};
 use anyhow::Result;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 use crate::admission::{admit, predicted_chain_cost_us, AdmissionContext, FailedConjuncts, Reason};
 use crate::contract::{ContractConfig, WindowCount};
 use crate::model::{DomainId, TaskModel};
-use crate::stats::percentile_in_place;
+use crate::quantile::percentile_in_place;
 use serde::{Deserialize, Serialize};
 
 /// What a decision did.

@@ -8,10 +8,10 @@
 
 use crate::model::DomainId;
 use crate::profile::Observation;
-use crate::report::{ms, read_csv, Table};
 use crate::rt::CallerPolicy;
 use crate::stats::percentile;
 use crate::synthetic::LOADS;
+use crate::table::{ms, read_csv, Table};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@ use std::io::{self, Read, Write};
 
 /// CLOCK_MONOTONIC in nanoseconds, the executor's compute clock.
 pub fn monotonic_clock() -> u64 {
-    crate::journal::monotonic_ns()
+    crate::qfabric_dev::monotonic_ns()
 }
 
 /// Serves requests until the input closes. Returns the number served.

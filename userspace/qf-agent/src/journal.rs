@@ -9,6 +9,7 @@
 //! first record's `prev` is 64 zeros. Opening a journal verifies the whole chain; a corrupt record
 //! or a truncated tail is reported with its line number and never silently accepted.
 
+use crate::qfabric_dev::monotonic_ns;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
@@ -92,15 +93,6 @@ fn chain_hash(prev: &str, body: &str) -> String {
     hasher.update(b"\n");
     hasher.update(body.as_bytes());
     hex::encode(hasher.finalize())
-}
-
-/// CLOCK_MONOTONIC in nanoseconds.
-pub fn monotonic_ns() -> u64 {
-    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .unwrap_or(nix::sys::time::TimeSpec::new(0, 0));
-    (now.tv_sec() as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(now.tv_nsec() as u64)
 }
 
 /// Summary of a verified journal.

@@ -2,7 +2,7 @@
 //! RT contention (M SCHED_FIFO 80 workers at 50% duty in 10 ms slices). Every worker stops by
 //! itself at its deadline, and earlier when the [`LoadGuard`] is dropped.
 
-use crate::rt::{set_scheduling, Scheduling};
+use crate::rt::{set_scheduling, Scheduling, RT_PRIORITY};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,8 +10,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Priority of the RT co-runners, above the tuned caller's 50.
-pub const RT_PRIORITY: i32 = 80;
 /// RT worker period and busy share of it.
 pub const RT_PERIOD: Duration = Duration::from_millis(10);
 pub const RT_BUSY: Duration = Duration::from_millis(5);

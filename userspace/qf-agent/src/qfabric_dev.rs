@@ -255,7 +255,13 @@ impl Timestamps {
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the kernel timestamps' clock.
-pub use crate::journal::monotonic_ns;
+pub fn monotonic_ns() -> u64 {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .unwrap_or(nix::sys::time::TimeSpec::new(0, 0));
+    (now.tv_sec() as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(now.tv_nsec() as u64)
+}
 
 /// What one invocation brought back into the caller's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -48,8 +48,11 @@ impl CallerPolicy {
     }
 }
 
+/// Priority of the `rt` load's co-runners ([`crate::load`]), above the tuned caller's 50.
+pub const RT_PRIORITY: i32 = 80;
+
 // `fifo-high` must stay above the `rt` load's worker.
-const _: () = assert!(CallerPolicy::FIFO_HIGH_PRIORITY > crate::load::RT_PRIORITY);
+const _: () = assert!(CallerPolicy::FIFO_HIGH_PRIORITY > RT_PRIORITY);
 
 /// A Linux scheduling class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
