@@ -7,7 +7,7 @@
 //! callback matches the reply to the waiting caller by (task id, invocation id) and wakes it.
 //! Any number of threads and processes share the channel without a user-space relay and
 //! without taking each other's replies. Responses nobody waits for (a resident chain's results)
-//! are queued for `read()`. The user ABI is `docs/qfabric-dev.md`; `qf_agent::qfabric_dev` is
+//! are queued for `read()`. The user ABI is `docs/qfabric-dev.md`; `qf_execution::qfabric_dev` is
 //! the user side.
 //!
 //! This file is the module's frame: registration, probe/remove and the file operations' C

@@ -11,7 +11,7 @@
 //!
 //! Configuration (TOML):
 //! ```toml
-//! chain = "chain.toml"          # the chain file (see qf_agent::chain)
+//! chain = "chain.toml"          # the chain file (see qf_evidence::chain)
 //! profile = "profile/traces"    # TASK.DOMAIN.csv traces: p95 evidence (and Eq. 4 deadlines)
 //! socket = "/run/qfabric/qfabricd.sock"
 //! journal = "/var/lib/qfabric/decisions.jsonl"
@@ -27,19 +27,19 @@
 //! hysteresis = 3
 //! ```
 
-use crate::chain::Chain;
-use crate::contract::ContractConfig;
-use crate::controller::{Controller, Decision, Phase};
-use crate::domain::{executor_path, Domain, LinuxExecutor, McuEndpoint};
-use crate::journal::{new_run_id, Journal};
-use crate::model::DomainId;
-use crate::replay::{DecisionRecord, ReplayInputs};
-use crate::router::Router;
-use crate::rt::{set_scheduling, CallerPolicy};
-use crate::workload::{encode_request, outcome_ok, random_request, task_by_name};
 use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use qf_abi::MAX_FRAME_LEN;
+use qf_decision::contract::ContractConfig;
+use qf_decision::controller::{Controller, Decision, Phase};
+use qf_decision::model::DomainId;
+use qf_decision::router::Router;
+use qf_evidence::chain::Chain;
+use qf_evidence::journal::{new_run_id, Journal};
+use qf_evidence::replay::{DecisionRecord, ReplayInputs};
+use qf_execution::domain::{executor_path, Domain, LinuxExecutor, McuEndpoint};
+use qf_execution::rt::{set_scheduling, CallerPolicy};
+use qf_execution::workload::{encode_request, outcome_ok, random_request, task_by_name};
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};

@@ -4,10 +4,10 @@
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use qf_agent::controller::Action;
 use qf_agent::daemon::query_status;
-use qf_agent::model::DomainId;
-use qf_agent::traces::{Sample, Trace};
+use qf_decision::controller::Action;
+use qf_decision::model::DomainId;
+use qf_evidence::traces::{Sample, Trace};
 use std::os::unix::net::UnixListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ fn a_live_chain_switches_rolls_back_reports_status_and_drains_on_sigterm() {
     std::thread::spawn(move || {
         if let Ok((stream, _)) = listener.accept() {
             let (mut input, mut output) = (&stream, &stream);
-            let _ = qf_agent::executor::serve_stream(&mut input, &mut output);
+            let _ = qf_execution::executor::serve_stream(&mut input, &mut output);
         }
     });
     // FIR×512 takes ~1-3 ms here, so a 300 µs deadline is violated in every window. The MCU
@@ -107,7 +107,7 @@ fn a_live_chain_switches_rolls_back_reports_status_and_drains_on_sigterm() {
     assert!(exit.success(), "{exit:?}");
     assert!(!socket.exists(), "the status socket is removed on exit");
     let journal = root.join("state/decisions.jsonl");
-    let verified = qf_agent::journal::verify(&journal).unwrap();
+    let verified = qf_evidence::journal::verify(&journal).unwrap();
     let text = std::fs::read_to_string(&journal).unwrap();
     let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["entry"]["event"], "shutdown");
@@ -122,7 +122,7 @@ fn the_shipped_example_configuration_parses() {
     let config = qf_agent::daemon::DaemonConfig::load(&path).unwrap();
     assert_eq!(
         config.contract,
-        qf_agent::contract::ContractConfig::default()
+        qf_decision::contract::ContractConfig::default()
     );
     assert_eq!(
         config.socket,
@@ -157,7 +157,7 @@ fn a_configuration_naming_two_mcu_endpoints_is_refused_by_name() {
     let config = qf_agent::daemon::DaemonConfig::load(&path).unwrap();
     assert_eq!(
         config.mcu_endpoint().unwrap(),
-        Some(qf_agent::domain::McuEndpoint::Kernel(Some(
+        Some(qf_execution::domain::McuEndpoint::Kernel(Some(
             "/dev/qfabric0".into()
         )))
     );

@@ -4,7 +4,7 @@
 use qf_agent::cli::evaluate::EvaluateArgs;
 use qf_agent::cli::report::ReportArgs;
 use qf_agent::cli::ContractArgs;
-use qf_agent::evaluate::read_cells;
+use qf_evidence::evaluate::read_cells;
 
 fn contract() -> ContractArgs {
     ContractArgs {
@@ -29,7 +29,7 @@ fn evaluate_then_report_on_synthetic_traces() {
         observations: 500,
         decisions: 200,
         contract: contract(),
-        workloads: qf_agent::synthetic::WORKLOADS
+        workloads: qf_evidence::synthetic::WORKLOADS
             .iter()
             .map(|w| w.to_string())
             .collect(),

@@ -5,11 +5,11 @@ use qf_abi::MAX_FRAME_LEN;
 use qf_agent::cli::profile::ProfileArgs;
 use qf_agent::cli::run::RunArgs;
 use qf_agent::cli::{ConditionArgs, McuArgs};
-use qf_agent::domain::{Domain, LinuxExecutor, McuSocket};
-use qf_agent::load::Load;
-use qf_agent::model::DomainId;
-use qf_agent::rt::{CallerPolicy, Scheduling};
-use qf_agent::workload::{encode_request, outcome_ok, random_request};
+use qf_decision::model::DomainId;
+use qf_execution::domain::{Domain, LinuxExecutor, McuSocket};
+use qf_execution::load::Load;
+use qf_execution::rt::{CallerPolicy, Scheduling};
+use qf_execution::workload::{encode_request, outcome_ok, random_request};
 use qf_tasks::Task;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
@@ -55,7 +55,7 @@ fn the_mcu_endpoint_speaks_the_same_frames_over_a_unix_socket() {
     let server = std::thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
         let (mut input, mut output) = (&stream, &stream);
-        qf_agent::executor::serve_stream(&mut input, &mut output).unwrap()
+        qf_execution::executor::serve_stream(&mut input, &mut output).unwrap()
     });
     let mut mcu = McuSocket::connect(&path, Duration::from_secs(5)).unwrap();
     assert_eq!(mcu.id(), DomainId::Mcu);
@@ -126,7 +126,7 @@ fn the_kernel_device_flag_parses_in_run_and_profile() {
         Err(error) => Err(error.to_string()),
     };
     let kernel = |path: Option<&str>| {
-        Ok(Some(qf_agent::domain::McuEndpoint::Kernel(
+        Ok(Some(qf_execution::domain::McuEndpoint::Kernel(
             path.map(PathBuf::from),
         )))
     };
@@ -192,7 +192,7 @@ fn a_short_profile_keeps_raw_observations_and_writes_traces() {
     );
     assert!(raw.starts_with("task,domain,load,caller,request_id,latency_us,compute_us,ok"));
     let trace =
-        qf_agent::traces::Trace::load(&dir.path().join("traces/idle/ordinary/add.linux.csv"))
+        qf_evidence::traces::Trace::load(&dir.path().join("traces/idle/ordinary/add.linux.csv"))
             .unwrap();
     assert_eq!(trace.samples.len(), 60);
     // The report regenerates the Eq. 1 decomposition from the raw observations alone.

@@ -15,7 +15,7 @@ use anyhow::{bail, Result};
 use nix::errno::Errno;
 use nix::sys::ioctl::ioctl_num_type;
 use qf_abi::{header::offset, MAX_FRAME_LEN};
-use qf_agent::qfabric_dev::{Device, QfInvoke, QfStats, IOC_TYPE, QF_IOC_INVOKE, QF_IOC_STATS};
+use qf_execution::qfabric_dev::{Device, QfInvoke, QfStats, IOC_TYPE, QF_IOC_INVOKE, QF_IOC_STATS};
 
 use crate::traffic::{Mirror, Rng};
 use crate::{dev, races};

@@ -14,7 +14,7 @@ use qf_tasks::{Crc32Request, Task};
 
 use crate::stats::{Spread, NOT_BOARD_TIMINGS};
 use crate::traffic::{exchange_skipping, Mirror, REPLY_TIMEOUT};
-use qf_agent::rpmsg_char::Endpoint;
+use qf_execution::rpmsg_char::Endpoint;
 
 /// The chain's contract id; its invocation ids start at `contract << 32`, as in the Zephyr
 /// executor sample, so they never meet another chain's or Linux's own ids.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use qf_abi::MAX_FRAME_LEN;
-use qf_agent::qfabric_dev::{Device, QfStats, Reply};
+use qf_execution::qfabric_dev::{Device, QfStats, Reply};
 
 use crate::stats::{percentile_us, round_trip_percentiles, NOT_BOARD_TIMINGS};
 use crate::traffic::{add_calls, checked, Mirror, REPLY_TIMEOUT};

@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use qf_agent::qfabric_dev::{Device, MAX_WAITERS};
-use qf_agent::rpmsg_char::Endpoint;
+use qf_execution::qfabric_dev::{Device, MAX_WAITERS};
+use qf_execution::rpmsg_char::Endpoint;
 
 /// The device the `dev-*` commands use unless `--dev` names another.
 const DEFAULT_DEVICE: &str = "/dev/qfabric0";

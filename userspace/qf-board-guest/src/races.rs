@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use nix::errno::Errno;
 use qf_abi::MAX_FRAME_LEN;
-use qf_agent::qfabric_dev::{DevError, Device, QfStats};
+use qf_execution::qfabric_dev::{DevError, Device, QfStats};
 
 use crate::traffic::Mirror;
 

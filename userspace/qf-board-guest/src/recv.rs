@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use nix::errno::Errno;
 use qf_abi::MAX_FRAME_LEN;
-use qf_agent::qfabric_dev::{monotonic_ns, Device, QfRecv, QF_IOC_RECV};
+use qf_execution::qfabric_dev::{monotonic_ns, Device, QfRecv, QF_IOC_RECV};
 
 /// One raw `QF_IOC_RECV` with its argument at `arg`: the errno, `UnknownErrno` on success.
 fn recv_at(device: &Device, arg: u64) -> Errno {

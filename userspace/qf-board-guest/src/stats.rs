@@ -1,9 +1,9 @@
 //! Order statistics of measured durations, shared by the `latency` and `chain` reports, with
-//! qfabric's one percentile definition (`qf_agent::stats`: type 7, numpy's default).
+//! qfabric's one percentile definition (`qf_decision::quantile`: type 7, numpy's default).
 
 use std::time::Duration;
 
-use qf_agent::stats::percentile;
+use qf_decision::quantile::percentile_in_place;
 
 /// Where the guest's timings come from, said with every one printed.
 pub const NOT_BOARD_TIMINGS: &str =
@@ -25,8 +25,8 @@ pub fn round_trip_percentiles(samples: &[Duration]) -> anyhow::Result<String> {
 
 /// Percentile `q` (0..=1) of `samples` (any order) in microseconds; `None` when empty.
 pub fn percentile_us(samples: &[Duration], q: f64) -> Option<f64> {
-    let micros: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
-    percentile(&micros, q)
+    let mut micros: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+    percentile_in_place(&mut micros, q)
 }
 
 /// p50, p99 and max of a set of durations, in microseconds.

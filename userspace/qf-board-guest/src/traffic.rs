@@ -10,7 +10,7 @@ use qf_abi::{encode_frame, encode_frame_raw, Header, HEADER_LEN, MAX_FRAME_LEN};
 use qf_tasks::{serve, AddRequest, Crc32Request, FirRequest, Replay, Task};
 
 use crate::stats::{round_trip_percentiles, NOT_BOARD_TIMINGS};
-use qf_agent::rpmsg_char::Endpoint;
+use qf_execution::rpmsg_char::Endpoint;
 
 /// Largest rpmsg payload with Linux 6.12's 512-byte buffers (512 - 16-byte rpmsg header).
 pub const RPMSG_MAX_PAYLOAD: usize = 496;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use common::frames::add_request;
 use common::linux::LinuxSide;
 use common::Rig;
-use qf_agent::wire::{read_message, write_message, MAX_MESSAGE_LEN};
+use qf_execution::wire::{read_message, write_message, MAX_MESSAGE_LEN};
 use qf_mcu_emu::faults::Faults;
 use qf_mcu_emu::layout::CHANNEL_ADDR;
 

@@ -1,5 +1,5 @@
 //! The MCU endpoint on a Unix stream socket, for the host agent (no QEMU), in the agent's own
-//! framing (`qf_agent::wire`: u16 big-endian length, one frame; replies carry the 8-byte
+//! framing (`qf_execution::wire`: u16 big-endian length, one frame; replies carry the 8-byte
 //! compute trailer). One reply per request unless a fault knob withholds it. Answers come from
 //! the same [`Mcu`] as over rpmsg.
 
@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use qf_abi::MAX_FRAME_LEN;
-use qf_agent::wire::{read_message, write_message, MAX_MESSAGE_LEN};
+use qf_execution::wire::{read_message, write_message, MAX_MESSAGE_LEN};
 
 use crate::mcu::Mcu;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::frames::{add_request, request, Reference};
 use common::{wait_until, Rig, TempDir};
-use qf_agent::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
+use qf_execution::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
 use qf_mcu_emu::faults::Faults;
 
 /// Kills the emulator if a test fails before stopping it.

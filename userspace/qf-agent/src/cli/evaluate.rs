@@ -1,10 +1,10 @@
 //! `qf evaluate`: the whole grid (workloads × loads × policies) and the hysteresis ablation.
 
 use super::ContractArgs;
-use crate::decision_cost::Rig;
-use crate::evaluate::{write_synthetic_traces, Evaluation};
-use crate::synthetic::WORKLOADS;
 use anyhow::{bail, Context, Result};
+use qf_decision::decision_cost::Rig;
+use qf_evidence::evaluate::{write_synthetic_traces, Evaluation};
+use qf_evidence::synthetic::WORKLOADS;
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -9,10 +9,10 @@ pub mod resident;
 pub mod run;
 pub mod status;
 
-use crate::contract::ContractConfig;
-use crate::domain::McuEndpoint;
-use crate::load::Load;
-use crate::rt::CallerPolicy;
+use qf_decision::contract::ContractConfig;
+use qf_execution::domain::McuEndpoint;
+use qf_execution::load::Load;
+use qf_execution::rt::CallerPolicy;
 use std::path::PathBuf;
 
 /// How the mcu domain is reached, as command-line options (at most one of the three).

@@ -1,11 +1,11 @@
 //! `qf profile`: per task × domain × load × caller, raw observations and traces.
 
 use crate::cli::{ConditionArgs, McuArgs};
-use crate::domain::executor_path;
-use crate::model::DomainId;
-use crate::profile::{print_summaries, ProfileSpec};
-use crate::workload::task_by_name;
 use anyhow::Result;
+use qf_decision::model::DomainId;
+use qf_evidence::profile::{print_summaries, ProfileSpec};
+use qf_execution::domain::executor_path;
+use qf_execution::workload::task_by_name;
 use std::path::PathBuf;
 
 /// Profile tasks in domains under load conditions and caller policies.

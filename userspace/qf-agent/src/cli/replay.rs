@@ -1,9 +1,9 @@
 //! `qf replay`: ordered trace replay of one chain under one policy.
 
 use super::ContractArgs;
-use crate::chain::Chain;
-use crate::replay::{replay, Policy, ReplayInputs, ReplayResult};
 use anyhow::Result;
+use qf_evidence::chain::Chain;
+use qf_evidence::replay::{replay, Policy, ReplayInputs, ReplayResult};
 use std::path::PathBuf;
 
 /// Replay measured traces through a chain under a placement policy.
@@ -41,7 +41,8 @@ impl ReplayArgs {
     pub fn run(&self) -> Result<()> {
         let result = self.execute()?;
         if let Some(path) = &self.journal {
-            let mut journal = crate::journal::Journal::open(path, &crate::journal::new_run_id())?;
+            let mut journal =
+                qf_evidence::journal::Journal::open(path, &qf_evidence::journal::new_run_id())?;
             for decision in &result.decisions {
                 journal.append(&serde_json::json!({
                     "event": "decision",

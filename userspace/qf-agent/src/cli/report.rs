@@ -1,7 +1,7 @@
 //! `qf report DIR`: tables and plots regenerated from a campaign's raw records.
 
-use crate::stats::{Bootstrap, BOOTSTRAP_BLOCK, BOOTSTRAP_RESAMPLES, DEFAULT_SEED};
 use anyhow::{bail, Result};
+use qf_evidence::stats::{Bootstrap, BOOTSTRAP_BLOCK, BOOTSTRAP_RESAMPLES, DEFAULT_SEED};
 use std::path::PathBuf;
 
 /// Regenerate every table (Markdown + CSV) and SVG plot of a campaign directory.
@@ -34,7 +34,7 @@ impl ReportArgs {
             seed: self.seed,
             level_permille: 950,
         };
-        let written = crate::report::generate(&self.dir, bootstrap, !self.quiet)?;
+        let written = qf_evidence::report::generate(&self.dir, bootstrap, !self.quiet)?;
         for path in written {
             println!("{}", path.display());
         }

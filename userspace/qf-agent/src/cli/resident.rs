@@ -1,11 +1,11 @@
 //! `qf resident template|observe`: the request a resident chain is started with on the MCU, and
-//! its results observed from Linux per load × caller (see [`crate::resident`]).
+//! its results observed from Linux per load × caller (see [`qf_evidence::resident`]).
 
 use crate::cli::ConditionArgs;
-use crate::domain::McuEndpoint;
-use crate::resident::{print_summaries, ChainRequest, ObserveSpec};
-use crate::workload::task_by_name;
 use anyhow::{bail, Context, Result};
+use qf_evidence::resident::{print_summaries, ChainRequest, ObserveSpec};
+use qf_execution::domain::McuEndpoint;
+use qf_execution::workload::task_by_name;
 use std::path::PathBuf;
 use std::time::Duration;
 

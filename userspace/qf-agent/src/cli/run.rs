@@ -1,14 +1,14 @@
 //! `qf run TASK --domain linux|mcu JSON`: one invocation, printed with its result and timings.
 
 use crate::cli::McuArgs;
-use crate::domain::{executor_path, open_domain};
-use crate::model::DomainId;
-use crate::rt::CallerPolicy;
-use crate::workload::{
-    decode_response, encode_request, reference, request_from_json, response_json, task_by_name,
-};
 use anyhow::Result;
 use qf_abi::MAX_FRAME_LEN;
+use qf_decision::model::DomainId;
+use qf_execution::domain::{executor_path, open_domain};
+use qf_execution::rt::CallerPolicy;
+use qf_execution::workload::{
+    decode_response, encode_request, reference, request_from_json, response_json, task_by_name,
+};
 use std::path::PathBuf;
 
 /// Run one invocation of a declared task in a domain.
@@ -41,7 +41,7 @@ impl RunArgs {
     pub fn execute(&self) -> Result<serde_json::Value> {
         let task = task_by_name(&self.task)?;
         let request = request_from_json(task, &self.request)?;
-        crate::rt::set_scheduling(0, self.caller.scheduling())?;
+        qf_execution::rt::set_scheduling(0, self.caller.scheduling())?;
         let mut endpoint = open_domain(
             self.domain,
             &executor_path(self.executor.as_deref())?,

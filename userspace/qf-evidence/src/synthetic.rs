@@ -2,8 +2,8 @@
 //! load) with bursts of Linux stalls under contention, for running the evaluation grid where no board is
 //! attached. They are labelled synthetic everywhere they are used; they are not measurements.
 
-use crate::model::DomainId;
 use crate::traces::Sample;
+use qf_decision::model::DomainId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -5,14 +5,14 @@
 //! changes) is preserved. An observation misses when any visit's output is wrong or the chain
 //! latency exceeds D_G. The `recovery` policy runs the very [`Controller`] the daemon runs.
 
-use crate::admission::Reason;
 use crate::chain::Chain;
-use crate::contract::{deadline_rule_us, ContractConfig, WindowCount};
-use crate::controller::{Action, Controller, Decision};
-use crate::model::{DomainEvidence, DomainId, TaskModel};
 use crate::stats::percentile;
 use crate::traces::{trace_file_name, Sample, Trace};
 use anyhow::{bail, Context, Result};
+use qf_decision::admission::Reason;
+use qf_decision::contract::{deadline_rule_us, ContractConfig, WindowCount};
+use qf_decision::controller::{Action, Controller, Decision};
+use qf_decision::model::{DomainEvidence, DomainId, TaskModel};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

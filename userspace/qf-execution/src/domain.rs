@@ -12,13 +12,13 @@
 //! The first two use the framing of [`crate::wire`]; the last two are one [`McuChannel`] over
 //! two [`McuTransport`]s.
 
-use crate::model::DomainId;
 use crate::qfabric_dev::{monotonic_ns, DevError, Device, Split};
 use crate::rpmsg_char::Endpoint;
 use crate::rt::{set_scheduling, Scheduling};
 use crate::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
 use anyhow::{bail, Context, Result};
 use qf_abi::MAX_FRAME_LEN;
+use qf_decision::model::DomainId;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -11,8 +11,8 @@
 //! rate_hz = 50                 # invocation rate, for MCU headroom (Eq. 5)
 //! ```
 
-use crate::model::{effect_name, DomainId, EffectClass};
 use anyhow::{bail, Context, Result};
+use qf_decision::model::{effect_name, DomainId, EffectClass};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

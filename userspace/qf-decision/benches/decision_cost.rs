@@ -1,12 +1,12 @@
 //! Decision cost (the paper's RQ5): wall time and heap allocations of one controller decision.
 //!
-//! A decision is the `observe` call that closes a window (see `qf_agent::decision_cost`). The paper's Python took
+//! A decision is the `observe` call that closes a window (see `qf_decision::decision_cost`). The paper's Python took
 //! 177.2 µs at p95; the goal here is ≤ 1 µs at p95 with zero allocations. Prints the median, p95
 //! and allocations per decision; exits non-zero if any decision allocated.
-//! Run: `cargo bench -p qf-agent --bench decision_cost`.
+//! Run: `cargo bench -p qf-decision --bench decision_cost`.
 
-use qf_agent::decision_cost::Rig;
-use qf_agent::stats::percentile_sorted;
+use qf_decision::decision_cost::Rig;
+use qf_decision::quantile::percentile_sorted;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

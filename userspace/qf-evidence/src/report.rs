@@ -18,12 +18,12 @@
 use crate::boundary::{boundary_table, resident_table};
 use crate::dispatch::dispatch_table;
 use crate::evaluate::{read_cells, CellResult};
-use crate::model::DomainId;
 use crate::stats::{percentile, Bootstrap};
 use crate::synthetic::{CALLERS, LOADS, WORKLOADS};
 use crate::table::{ms, Table};
 use crate::traces::{trace_file_name, Trace};
 use anyhow::{Context, Result};
+use qf_decision::model::DomainId;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -337,7 +337,7 @@ fn ablation_table(cells: &[CellResult]) -> Table {
             .result
             .decisions
             .iter()
-            .find(|d| d.action == crate::controller::Action::Switch);
+            .find(|d| d.action == qf_decision::controller::Action::Switch);
         let outcome = match (
             first_switch,
             k1.result.rollbacks,

@@ -1,9 +1,9 @@
 //! Trace files: one CSV per task × domain named `TASK.DOMAIN.csv`, header `latency_us,ok`
 //! (`ok` is 1 or 0), rows in measured order. Used for ordered replay and as profiles.
 
-use crate::model::{DomainEvidence, DomainId};
 use crate::stats::percentile;
 use anyhow::{bail, Context, Result};
+use qf_decision::model::{DomainEvidence, DomainId};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

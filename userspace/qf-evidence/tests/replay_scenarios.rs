@@ -2,13 +2,13 @@
 //! known (the paper's Sections IV-C and VII-D). One task, D = 1000 µs, so D_G = 1000 µs; windows
 //! of n = 20 chain observations, ε = 1%, P = 6, cooldown 6 windows.
 
-use qf_agent::admission::Reason;
-use qf_agent::chain::Chain;
-use qf_agent::contract::ContractConfig;
-use qf_agent::controller::Action;
-use qf_agent::model::DomainId;
-use qf_agent::replay::{replay, Policy, ReplayInputs, ReplayResult};
-use qf_agent::traces::{trace_file_name, Sample, Trace};
+use qf_decision::admission::Reason;
+use qf_decision::contract::ContractConfig;
+use qf_decision::controller::Action;
+use qf_decision::model::DomainId;
+use qf_evidence::chain::Chain;
+use qf_evidence::replay::{replay, Policy, ReplayInputs, ReplayResult};
+use qf_evidence::traces::{trace_file_name, Sample, Trace};
 use std::path::Path;
 
 const ROWS: usize = 2000;

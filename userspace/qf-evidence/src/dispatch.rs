@@ -4,15 +4,15 @@
 //! scheduling of the thread running that callback) or the caller's own wake-up (`wake`)?
 //!
 //! Read by `qf report` from `profile/<load>/<caller>/observations.csv`, the MCU rows that carry
-//! the kernel's split (`qf profile --mcu-dev`, [`crate::qfabric_dev::Split`]).
+//! the kernel's split (`qf profile --mcu-dev`, [`qf_execution::qfabric_dev::Split`]).
 
-use crate::model::DomainId;
 use crate::profile::Observation;
-use crate::rt::CallerPolicy;
 use crate::stats::percentile;
 use crate::synthetic::LOADS;
 use crate::table::{ms, read_csv, Table};
 use anyhow::Result;
+use qf_decision::model::DomainId;
+use qf_execution::rt::CallerPolicy;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

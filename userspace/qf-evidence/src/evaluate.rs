@@ -10,12 +10,12 @@
 //! (r_v = 1/D_G) for Eq. 5.
 
 use crate::chain::{Chain, TaskDecl};
-use crate::contract::{deadline_rule_us, ContractConfig};
-use crate::model::{DomainEvidence, DomainId, EffectClass};
 use crate::replay::{replay, Policy, ReplayInputs, ReplayResult};
 use crate::synthetic::{CALLERS, LOADS, WORKLOADS};
 use crate::traces::{trace_file_name, Trace};
 use anyhow::{Context, Result};
+use qf_decision::contract::{deadline_rule_us, ContractConfig};
+use qf_decision::model::{DomainEvidence, DomainId, EffectClass};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};

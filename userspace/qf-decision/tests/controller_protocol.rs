@@ -1,10 +1,10 @@
 //! Controller-level specifications that replay cannot reach: operator requests, destination
 //! availability and the choice among several admissible candidates.
 
-use qf_agent::admission::Reason;
-use qf_agent::contract::ContractConfig;
-use qf_agent::controller::{Action, Controller, Decision, Phase};
-use qf_agent::model::{DomainEvidence, DomainId, EffectClass, TaskModel};
+use qf_decision::admission::Reason;
+use qf_decision::contract::ContractConfig;
+use qf_decision::controller::{Action, Controller, Decision, Phase};
+use qf_decision::model::{DomainEvidence, DomainId, EffectClass, TaskModel};
 
 fn task(name: &str, linux_q95: f64, mcu_q95: f64) -> TaskModel {
     TaskModel {

@@ -9,7 +9,7 @@
 //! first record's `prev` is 64 zeros. Opening a journal verifies the whole chain; a corrupt record
 //! or a truncated tail is reported with its line number and never silently accepted.
 
-use crate::qfabric_dev::monotonic_ns;
+use qf_execution::qfabric_dev::monotonic_ns;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};

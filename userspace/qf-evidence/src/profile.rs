@@ -6,16 +6,16 @@
 //! Writes `OUT/profile/<load>/<caller>/observations.csv` (raw) and
 //! `OUT/traces/<load>/<caller>/<task>.<domain>.csv` (the replay/trace format).
 
-use crate::domain::{open_domain, Domain, McuEndpoint};
-use crate::load::Load;
-use crate::model::DomainId;
-use crate::qfabric_dev::Split;
-use crate::rt::{set_scheduling, CallerPolicy, Scheduling};
 use crate::stats::percentile;
 use crate::traces::{trace_file_name, Sample, Trace};
-use crate::workload::{encode_request, outcome_ok, random_request};
 use anyhow::{Context, Result};
 use qf_abi::MAX_FRAME_LEN;
+use qf_decision::model::DomainId;
+use qf_execution::domain::{open_domain, Domain, McuEndpoint};
+use qf_execution::load::Load;
+use qf_execution::qfabric_dev::Split;
+use qf_execution::rt::{set_scheduling, CallerPolicy, Scheduling};
+use qf_execution::workload::{encode_request, outcome_ok, random_request};
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -34,7 +34,7 @@ pub struct Observation {
     /// Executor-reported compute; NaN when the endpoint does not report it.
     pub compute_us: f64,
     pub ok: bool,
-    /// Where a kernel-dispatched MCU call's time went ([`crate::qfabric_dev::Split`]), in µs;
+    /// Where a kernel-dispatched MCU call's time went ([`qf_execution::qfabric_dev::Split`]), in µs;
     /// NaN on the other paths and in campaigns recorded before these columns existed.
     #[serde(default = "not_measured")]
     pub entry_us: f64,

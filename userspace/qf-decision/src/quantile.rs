@@ -1,5 +1,5 @@
 //! Type-7 percentiles without allocation: the controller's window statistic and the base of
-//! every percentile in [`crate::stats`].
+//! every percentile in [`qf_evidence::stats`].
 
 /// Type-7 percentile of values that are already sorted ascending. `None` for an empty slice.
 pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {

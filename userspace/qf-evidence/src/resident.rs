@@ -13,14 +13,14 @@
 //!
 //! Writes `OUT/resident/<load>/<caller>/observations.csv`.
 
-use crate::domain::{Domain, McuChannel, McuEndpoint, McuKernel, McuRpmsg, McuTransport};
-use crate::load::Load;
-use crate::qfabric_dev::monotonic_ns;
-use crate::rt::{set_scheduling, CallerPolicy, Scheduling};
 use crate::stats::percentile;
-use crate::workload::{decode_request, encode_request, outcome_ok, random_request, Request};
 use anyhow::{bail, Context, Result};
 use qf_abi::{decode_frame, MAX_FRAME_LEN};
+use qf_execution::domain::{Domain, McuChannel, McuEndpoint, McuKernel, McuRpmsg, McuTransport};
+use qf_execution::load::Load;
+use qf_execution::qfabric_dev::monotonic_ns;
+use qf_execution::rt::{set_scheduling, CallerPolicy, Scheduling};
+use qf_execution::workload::{decode_request, encode_request, outcome_ok, random_request, Request};
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
 use std::io::Write;

@@ -11,14 +11,14 @@
 //!   `/dev/qfabricN` the delay's p99 up to the kernel having the result and the reader's wake-up
 //!   after it.
 
-use crate::model::DomainId;
 use crate::resident::{summarize, ResultObservation};
-use crate::rt::CallerPolicy;
 use crate::stats::{percentile, Bootstrap, Estimate};
 use crate::synthetic::{LOADS, WORKLOADS};
 use crate::table::{ms, read_csv, Table};
 use crate::traces::{trace_file_name, Trace};
 use anyhow::Result;
+use qf_decision::model::DomainId;
+use qf_execution::rt::CallerPolicy;
 use std::path::{Path, PathBuf};
 
 /// Eq. (1) at p95 with the intervals: the MCU path is better only when its interval lies wholly

@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-pub use crate::quantile::{percentile_in_place, percentile_sorted};
+pub use qf_decision::quantile::{percentile_in_place, percentile_sorted};
 
 /// Number of bootstrap resamples the paper uses.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;

@@ -1,0 +1,24 @@
+//! qf-execution: where QFabric's invocations run (paper seed 000, Sections II-B and VI).
+//!
+//! * [`domain`]: the `Domain` trait and its domains: the persistent Linux executor of
+//!   [`executor`], and the MCU endpoint on a Unix socket, through Linux's rpmsg_char
+//!   ([`rpmsg_char`]) or through the kernel dispatch device `/dev/qfabricN` ([`qfabric_dev`]);
+//! * [`wire`]: the stream framing (a u16 big-endian length prefix, one frame, and on replies an
+//!   optional 8-byte compute trailer);
+//! * [`rt`]: caller policies and Linux scheduling classes;
+//! * [`load`]: idle / CPU / RT-contention generators;
+//! * [`workload`]: requests for the declared tasks and their independent reference check.
+//!
+//! It depends on `qf-decision` only for [`qf_decision::model::DomainId`].
+//! The only `unsafe` is in [`rt`] (two libc scheduler calls), [`rpmsg_char`] (two ioctls) and
+//! [`qfabric_dev`] (two ioctls and a poll).
+#![deny(unsafe_code)]
+
+pub mod domain;
+pub mod executor;
+pub mod load;
+pub mod qfabric_dev;
+pub mod rpmsg_char;
+pub mod rt;
+pub mod wire;
+pub mod workload;
