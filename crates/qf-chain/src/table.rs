@@ -313,6 +313,26 @@ impl ChainTable {
         })
     }
 
+    /// Whether any chain runs, and the counters of the first installed chain with its budget
+    /// exhaustions (zero when none is installed): an executor's one-line status.
+    pub fn summary<E: ChainExecutor + ?Sized>(&self, executor: &E) -> (bool, ChainStats, u64) {
+        let running = self
+            .slots
+            .iter()
+            .flatten()
+            .any(|s| s.state == ChainState::Running);
+        let first = self.slots.iter().enumerate().find_map(|(slot, installed)| {
+            let installed = installed.as_ref()?;
+            let counters = match installed.state {
+                ChainState::Running => executor.running(slot),
+                _ => None,
+            };
+            Some(counters.unwrap_or((installed.chain.stats(), installed.threads)))
+        });
+        let (stats, threads) = first.unwrap_or_default();
+        (running, stats, threads.budget_exhaustions)
+    }
+
     /// Every installed chain, in slot order, and the MCU's reserved bandwidth.
     pub fn list<E: ChainExecutor + ?Sized>(&self, executor: &E) -> ChainList {
         let mut list = ChainList::default();

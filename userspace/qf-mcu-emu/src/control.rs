@@ -192,9 +192,17 @@ impl ControlServer {
                 let Some(board) = &self.board else {
                     return "error: chain: needs the rpmsg board (--ivshmem-socket)".to_string();
                 };
-                match ChainPlan::new(&template, period_us).and_then(|p| p.with_budget(budget_us)) {
-                    Ok(plan) => board.send(Command::ChainStart(Box::new(plan))),
-                    Err(e) => return format!("error: {e}"),
+                let plan = match ChainPlan::new(&template, period_us) {
+                    Ok(plan) => plan.with_budget(budget_us),
+                    Err(e) => return format!("error: chain: {e}"),
+                };
+                // Installed and started here, through the table the control frames use, so a
+                // refusal is answered with its reason.
+                if board.is_stopped() {
+                    return "error: chain: the board is not running".to_string();
+                }
+                if let Err(e) = self.mcu.chain_ctl_start(&plan) {
+                    return format!("error: chain: {e}");
                 }
             }
             Request::ChainStop => match &self.board {
