@@ -93,11 +93,6 @@ impl BoardControl {
         let _ = self.wake.write(1);
     }
 
-    /// Always false: kept for the control socket's check that a board serves.
-    pub fn is_stopped(&self) -> bool {
-        false
-    }
-
     fn take(&self) -> Vec<Command> {
         let _ = self.wake.read();
         self.queue

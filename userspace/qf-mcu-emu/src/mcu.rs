@@ -145,6 +145,14 @@ impl Mcu {
     /// `ctl chain start`: replaces the chain of the plan's id by a new one, installed and
     /// started through the same table as the control frames.
     pub fn chain_ctl_start(&self, plan: &ChainPlan) -> Result<(), AbiError> {
+        if self.is_crashed() {
+            return Err(AbiError {
+                status: Status::ExecutionError,
+                offset: 0,
+                field: "the MCU is down",
+                problem: qf_abi::Problem::InvalidValue,
+            });
+        }
         let state = &mut *self.lock();
         let install = plan.install();
         let _ = state.chains.remove(install.chain_id, &mut state.executor);
