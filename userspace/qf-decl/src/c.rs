@@ -100,6 +100,7 @@ pub fn generate(schema: &Schema, origin: &str, guard: &str) -> String {
             task.response_size
         );
     }
+    crate::chain::c_section(&mut out);
     let _ = writeln!(out, "#endif /* {guard} */");
     out
 }

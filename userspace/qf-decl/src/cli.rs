@@ -258,6 +258,12 @@ pub fn decode(schema: &Schema, bytes: &[u8]) -> Result<DecodedFrame> {
         }
         None => None,
     };
+    // A resident-chain control frame: its payload is qf_abi::chain's, not a declaration's.
+    let control = crate::chain::decode_payload(&header, frame.payload).transpose()?;
+    let (task, payload) = match control {
+        Some((op, value)) => (Some(op.to_string()), value),
+        None => (task.map(|task| task.name.clone()), payload),
+    };
     Ok(DecodedFrame {
         version: qf_abi::PROTOCOL_VERSION,
         kind: header.kind.name(),
@@ -270,7 +276,7 @@ pub fn decode(schema: &Schema, bytes: &[u8]) -> Result<DecodedFrame> {
         deadline_us: header.deadline_us,
         flags: 0,
         payload_len: frame.payload.len(),
-        task: task.map(|task| task.name.clone()),
+        task,
         payload_hex: payload.is_none().then(|| to_hex(frame.payload)),
         payload,
     })
