@@ -9,17 +9,8 @@
 pub fn check_chain_control(data: &[u8]) {
     use qf_abi::chain::{ChainInstall, ChainOp, TEMPLATE_CAPACITY};
     use qf_abi::{decode_frame, encode_frame, AbiError, Header, MessageKind, Status};
-    use qf_chain::{reserve_thread, Chain, ChainExecutor, ChainStats, ChainTable, ChainTiming, ThreadCounters};
-    use qf_sched::{Bandwidth, Kernel, Scheduler, ThreadId};
-
-    struct Idle;
-    impl Kernel for Idle {
-        fn now(&self) -> u64 { 0 }
-        fn timer_arm(&mut self, _: ThreadId, _: u64) {}
-        fn timer_cancel(&mut self, _: ThreadId) {}
-        fn deadline_set(&mut self, _: ThreadId, _: u64) {}
-        fn suspend_until(&mut self, _: ThreadId, _: u64) {}
-    }
+    use qf_chain::{reserve_thread, Chain, ChainExecutor, ChainStats, ChainTable, ChainTiming, NoTimers, ThreadCounters};
+    use qf_sched::{Bandwidth, Scheduler, ThreadId};
 
     /// Threads that only remember their chain; admission by qf-sched (bound: one CPU).
     struct Executor {
@@ -29,11 +20,11 @@ pub fn check_chain_control(data: &[u8]) {
     impl ChainExecutor for Executor {
         fn reserve(&mut self, slot: usize, t: &ChainTiming) -> Result<Bandwidth, qf_sched::Error> {
             let id = ThreadId(slot as u16);
-            reserve_thread(&mut self.sched, &mut Idle, id, t.period_us.into(), t.budget_us.into())
+            reserve_thread(&mut self.sched, id, t.period_us.into(), t.budget_us.into())
         }
         fn unreserve(&mut self, slot: usize) {
             assert!(self.threads[slot].is_none(), "a running chain's reservation was freed");
-            let _ = self.sched.detach(&mut Idle, ThreadId(slot as u16));
+            let _ = self.sched.detach(&mut NoTimers, ThreadId(slot as u16));
         }
         fn start(&mut self, slot: usize, chain: Chain, _: &ChainTiming) -> Result<(), AbiError> {
             assert!(self.threads[slot].is_none(), "a running chain was started again");
@@ -59,10 +50,7 @@ pub fn check_chain_control(data: &[u8]) {
         let header = Header::request(qf_tasks::Task::Add.id(), qf_tasks::Task::Add.effect(), 7, 0);
         let mut template = [0u8; TEMPLATE_CAPACITY];
         let len = encode_frame(&header, &qf_tasks::AddRequest { a: 1, b: 2 }, &mut template).expect("fits");
-        let install = ChainInstall {
-            chain_id, task_id: 1, period_us: 1000, deadline_us: 0, budget_us,
-            start_delay_us: 0, template_len: len as u16, template,
-        };
+        let install = ChainInstall::new(chain_id, &template[..len], 1000, budget_us).expect("fits");
         table.install(&install, &mut executor).expect("the seed chains fit");
     }
     table.start(2, &mut executor).expect("starts");

@@ -155,6 +155,30 @@ pub struct ChainInstall {
 }
 
 impl ChainInstall {
+    /// An install of the request frame `template` (its task id read from it) every
+    /// `period_us` with a CBS budget of `budget_us` (0: none), deadline the period, no start
+    /// delay; `None` if the template is longer than [`TEMPLATE_CAPACITY`]. Nothing else is
+    /// checked: that is the MCU's business.
+    pub fn new(chain_id: u32, template: &[u8], period_us: u32, budget_us: u32) -> Option<Self> {
+        let mut bytes = [0u8; TEMPLATE_CAPACITY];
+        bytes.get_mut(..template.len())?.copy_from_slice(template);
+        let task_id = template
+            .get(crate::header::offset::TASK_ID..crate::header::offset::TASK_ID + 4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_be_bytes);
+        Some(ChainInstall {
+            chain_id,
+            task_id,
+            period_us,
+            deadline_us: 0,
+            budget_us,
+            start_delay_us: 0,
+            // At most TEMPLATE_CAPACITY (128): fits.
+            template_len: template.len() as u16,
+            template: bytes,
+        })
+    }
+
     /// The template bytes in use, or `None` if `template_len` exceeds the capacity.
     pub fn template(&self) -> Option<&[u8]> {
         self.template.get(..usize::from(self.template_len))

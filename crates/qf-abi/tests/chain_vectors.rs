@@ -5,7 +5,10 @@ use qf_abi::chain::{
     ChainInstall, ChainList, ChainListRequest, ChainOp, ChainRef, ChainState, ChainStatus,
     CONTROL_EFFECT,
 };
-use qf_abi::{decode_frame, encode_frame, Frame, MessageKind, Status};
+mod common;
+
+use common::{round_trip, unhex, Vector};
+use qf_abi::{decode_frame, MessageKind, Status};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -13,46 +16,8 @@ struct AddResponse {
     value: i32,
 }
 
-#[derive(Deserialize)]
-struct Vector {
-    name: String,
-    frame_hex: String,
-    payload_hex: String,
-    #[serde(rename = "type")]
-    type_name: String,
-    value: serde_json::Value,
-}
-
-#[derive(Deserialize)]
-struct Vectors {
-    vectors: Vec<Vector>,
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex in the vector file"))
-        .collect()
-}
-
 fn vectors() -> Vec<Vector> {
-    serde_json::from_str::<Vectors>(qf_abi::chain::GOLDEN_VECTORS_JSON)
-        .expect("chain-vectors.json parses")
-        .vectors
-}
-
-fn round_trip<T>(vector: &Vector, frame: &Frame<'_>, bytes: &[u8])
-where
-    T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug,
-{
-    let decoded: T = frame
-        .payload_as()
-        .unwrap_or_else(|e| panic!("{}: {e}", vector.name));
-    let expected: T = serde_json::from_value(vector.value.clone()).expect("value matches type");
-    assert_eq!(decoded, expected, "{}: decoded value", vector.name);
-    let mut out = [0u8; qf_abi::MAX_FRAME_LEN];
-    let len = encode_frame(&frame.header, &expected, &mut out).expect("re-encodes");
-    assert_eq!(&out[..len], bytes, "{}: re-encoded bytes", vector.name);
+    common::vectors(qf_abi::chain::GOLDEN_VECTORS_JSON)
 }
 
 #[test]

@@ -29,5 +29,5 @@ pub use chain::{
 pub use control::{control, is_control, serve_with_chains};
 pub use releases::{Release, Releases};
 pub use table::{
-    reserve_thread, ChainExecutor, ChainTable, ChainTiming, ThreadCounters, MAX_CHAINS,
+    reserve_thread, ChainExecutor, ChainTable, ChainTiming, NoTimers, ThreadCounters, MAX_CHAINS,
 };

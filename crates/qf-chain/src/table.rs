@@ -71,9 +71,8 @@ pub trait ChainExecutor {
 /// makes it: claims `thread`'s slot, gives it its period and CBS budget (in the scheduler's time
 /// unit) — the setters run qf-sched's admission test — and returns the bandwidth admitted. A
 /// refusal detaches the slot again, so nothing changed.
-pub fn reserve_thread<K: qf_sched::Kernel, const T: usize, const E: usize>(
+pub fn reserve_thread<const T: usize, const E: usize>(
     sched: &mut qf_sched::Scheduler<T, E>,
-    kernel: &mut K,
     thread: qf_sched::ThreadId,
     period: u64,
     budget: u64,
@@ -87,10 +86,26 @@ pub fn reserve_thread<K: qf_sched::Kernel, const T: usize, const E: usize>(
             .thread(thread)
             .map_or(Bandwidth::ZERO, |block| block.admitted())),
         Err(error) => {
-            let _ = sched.detach(kernel, thread);
+            // A slot just claimed has no timer to cancel.
+            let _ = sched.detach(&mut NoTimers, thread);
             Err(error)
         }
     }
+}
+
+/// A kernel for scheduler calls that touch no timer and start no cycle: claiming, configuring
+/// and freeing the slot of a chain thread that is not running.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoTimers;
+
+impl qf_sched::Kernel for NoTimers {
+    fn now(&self) -> u64 {
+        0
+    }
+    fn timer_arm(&mut self, _: qf_sched::ThreadId, _: u64) {}
+    fn timer_cancel(&mut self, _: qf_sched::ThreadId) {}
+    fn deadline_set(&mut self, _: qf_sched::ThreadId, _: u64) {}
+    fn suspend_until(&mut self, _: qf_sched::ThreadId, _: u64) {}
 }
 
 #[derive(Debug, Clone)]
@@ -230,14 +245,15 @@ impl ChainTable {
         if installed.state != ChainState::Running {
             return;
         }
-        if let Some((chain, threads)) = executor.stop(slot) {
-            installed.chain = chain;
-            installed.threads = threads;
-        }
+        // A thread already gone (it failed on its own) left what `ended` recorded.
+        let last = executor.stop(slot);
         installed.state = ChainState::Stopped;
+        if let Some((chain, threads)) = last {
+            self.ended(slot, chain, threads);
+        }
     }
 
-    /// The executor's thread of `slot` ended on its own (its timer failed): the chain is
+    /// The executor's thread of `slot` ended (stopped, or its timer failed): the chain is
     /// stopped with what its last job left.
     pub fn ended(&mut self, slot: usize, chain: Chain, threads: ThreadCounters) {
         if let Some(installed) = self.slots.get_mut(slot).and_then(Option::as_mut) {

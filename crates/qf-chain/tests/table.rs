@@ -10,23 +10,10 @@ use qf_abi::chain::{
 use qf_abi::{decode_frame, encode_frame, AbiError, EffectClass, Header, Status, MAX_FRAME_LEN};
 use qf_chain::{
     reserve_thread, serve_with_chains, Chain, ChainExecutor, ChainStats, ChainTable, ChainTiming,
-    ThreadCounters, MAX_CHAINS, MAX_CHAIN_RESPONSE_LEN,
+    NoTimers, ThreadCounters, MAX_CHAINS, MAX_CHAIN_RESPONSE_LEN,
 };
-use qf_sched::{Bandwidth, Kernel, Scheduler, ThreadId};
+use qf_sched::{Bandwidth, Scheduler, ThreadId};
 use qf_tasks::{AddRequest, AddResponse, Replay, Task};
-
-/// A kernel that does nothing: the test executor releases jobs by hand.
-struct Idle;
-
-impl Kernel for Idle {
-    fn now(&self) -> u64 {
-        0
-    }
-    fn timer_arm(&mut self, _: ThreadId, _: u64) {}
-    fn timer_cancel(&mut self, _: ThreadId) {}
-    fn deadline_set(&mut self, _: ThreadId, _: u64) {}
-    fn suspend_until(&mut self, _: ThreadId, _: u64) {}
-}
 
 /// An executor with qf-sched's admission (bound: one CPU, µs as time unit) and chain "threads"
 /// whose jobs the test runs with [`Executor::job`]. An application CBS thread may hold slot 8.
@@ -61,16 +48,12 @@ impl Executor {
 impl ChainExecutor for Executor {
     fn reserve(&mut self, slot: usize, timing: &ChainTiming) -> Result<Bandwidth, qf_sched::Error> {
         let (period, budget) = (timing.period_us.into(), timing.budget_us.into());
-        reserve_thread(
-            &mut self.sched,
-            &mut Idle,
-            ThreadId(slot as u16),
-            period,
-            budget,
-        )
+        reserve_thread(&mut self.sched, ThreadId(slot as u16), period, budget)
     }
     fn unreserve(&mut self, slot: usize) {
-        self.sched.detach(&mut Idle, ThreadId(slot as u16)).unwrap();
+        self.sched
+            .detach(&mut NoTimers, ThreadId(slot as u16))
+            .unwrap();
     }
     fn start(&mut self, slot: usize, chain: Chain, _: &ChainTiming) -> Result<(), AbiError> {
         assert!(self.threads[slot].is_none(), "started twice");
@@ -178,18 +161,7 @@ fn add_template(first_id: u64) -> Vec<u8> {
 
 fn install(chain_id: u32, period_us: u32, budget_us: u32) -> ChainInstall {
     let template = add_template(u64::from(chain_id) << 32);
-    let mut bytes = [0u8; TEMPLATE_CAPACITY];
-    bytes[..template.len()].copy_from_slice(&template);
-    ChainInstall {
-        chain_id,
-        task_id: Task::Add.id(),
-        period_us,
-        deadline_us: 0,
-        budget_us,
-        start_delay_us: 0,
-        template_len: template.len() as u16,
-        template: bytes,
-    }
+    ChainInstall::new(chain_id, &template, period_us, budget_us).unwrap()
 }
 
 #[test]

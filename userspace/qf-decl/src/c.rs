@@ -105,6 +105,20 @@ pub fn generate(schema: &Schema, origin: &str, guard: &str) -> String {
     out
 }
 
+/// `name` as a C identifier in capitals: letters and digits upper-cased, anything else `_`
+/// (`qtasks` -> `QTASKS`, `chain-list-request` -> `CHAIN_LIST_REQUEST`).
+pub fn upper_identifier(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// A C declarator: `int16_t offsets[3]`, `uint8_t grid[2][4]`, `Offsets offsets`.
 fn declarator(ty: &TypeExpr, name: &str) -> String {
     match ty {

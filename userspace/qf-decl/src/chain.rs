@@ -88,16 +88,7 @@ pub fn c_section(out: &mut String) {
     }
     out.push('\n');
     for (name, bytes) in golden_vectors() {
-        let ident: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let ident = crate::c::upper_identifier(&name);
         let _ = writeln!(
             out,
             "static const uint8_t QF_CHAIN_VECTOR_{ident}[{}] = {{",

@@ -179,17 +179,7 @@ pub fn generate_files(file: &Path, directory: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(directory)
         .with_context(|| format!("creating {}", directory.display()))?;
     let origin = file.display().to_string();
-    let guard: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .chain("_H".chars())
-        .collect();
+    let guard = crate::c::upper_identifier(&format!("{stem}_H"));
     let rust_path = directory.join(format!("{stem}.rs"));
     let c_path = directory.join(format!("{stem}.h"));
     std::fs::write(&rust_path, crate::rust::generate(&schema, &origin))

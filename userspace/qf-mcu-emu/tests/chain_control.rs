@@ -13,7 +13,7 @@ use common::linux::LinuxSide;
 use common::{attached, Rig};
 use qf_abi::chain::{
     ChainInstall, ChainList, ChainListRequest, ChainOp, ChainRef, ChainState, ChainStatus,
-    CONTROL_EFFECT, TEMPLATE_CAPACITY,
+    CONTROL_EFFECT,
 };
 use qf_abi::{decode_frame, decode_payload, encode_frame, Header, Status, MAX_FRAME_LEN};
 use qf_agent::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
@@ -83,18 +83,7 @@ fn template<T: serde::Serialize>(task: Task, first_id: u64, request: &T) -> Vec<
 }
 
 fn install(chain_id: u32, template: &[u8], period_us: u32, budget_us: u32) -> ChainInstall {
-    let mut bytes = [0u8; TEMPLATE_CAPACITY];
-    bytes[..template.len()].copy_from_slice(template);
-    ChainInstall {
-        chain_id,
-        task_id: u32::from_be_bytes(template[8..12].try_into().unwrap()),
-        period_us,
-        deadline_us: 0,
-        budget_us,
-        start_delay_us: 0,
-        template_len: template.len() as u16,
-        template: bytes,
-    }
+    ChainInstall::new(chain_id, template, period_us, budget_us).unwrap()
 }
 
 fn add_template(chain_id: u32) -> Vec<u8> {
