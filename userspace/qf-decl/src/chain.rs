@@ -1,14 +1,11 @@
 //! Resident-chain control frames ([`qf_abi::chain`]) for the tools: their payloads decoded to
-//! JSON for `qf abi decode`, and the constants and golden vectors the C header carries.
-
-use std::fmt::Write as _;
+//! JSON for `qf abi decode`, and the golden vectors the C header carries.
 
 use anyhow::{anyhow, Result};
 use qf_abi::chain::{
-    ChainInstall, ChainList, ChainListRequest, ChainOp, ChainRef, ChainStatus, CONTROL_EFFECT,
-    GOLDEN_VECTORS_JSON, MAX_LISTED_CHAINS, TEMPLATE_CAPACITY,
+    ChainInstall, ChainList, ChainListRequest, ChainOp, ChainRef, ChainStatus, GOLDEN_VECTORS_JSON,
 };
-use qf_abi::{Header, MessageKind, Status, WireSize};
+use qf_abi::{Header, MessageKind, Status};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -54,55 +51,6 @@ fn typed<T: DeserializeOwned + Serialize>(payload: &[u8]) -> Result<Value> {
     Ok(serde_json::to_value(value)?)
 }
 
-/// The C header's section on resident-chain control: task ids, sizes, limits, and every golden
-/// vector as a byte array (`QF_CHAIN_VECTOR_<NAME>`).
-pub fn c_section(out: &mut String) {
-    let _ = writeln!(
-        out,
-        "/* Resident-chain control (reserved task ids, effect stateful): see qf_abi::chain. */"
-    );
-    for op in ChainOp::ALL {
-        let upper = op.name().to_uppercase();
-        let _ = writeln!(out, "#define QF_{upper}_TASK_ID {:#010x}u", op.task_id());
-    }
-    let _ = writeln!(
-        out,
-        "#define QF_CHAIN_CONTROL_EFFECT QF_EFFECT_{}",
-        CONTROL_EFFECT.name().to_uppercase()
-    );
-    let sizes = [
-        ("CHAIN_INSTALL", ChainInstall::WIRE_SIZE),
-        ("CHAIN_REF", ChainRef::WIRE_SIZE),
-        ("CHAIN_STATUS", ChainStatus::WIRE_SIZE),
-        ("CHAIN_LIST", ChainList::WIRE_SIZE),
-        ("CHAIN_TEMPLATE_CAPACITY", TEMPLATE_CAPACITY),
-        ("CHAIN_MAX_LISTED", MAX_LISTED_CHAINS),
-    ];
-    for (name, size) in sizes {
-        let suffix = if name.ends_with("CAPACITY") || name.ends_with("LISTED") {
-            ""
-        } else {
-            "_WIRE_SIZE"
-        };
-        let _ = writeln!(out, "#define QF_{name}{suffix} {size}u");
-    }
-    out.push('\n');
-    for (name, bytes) in golden_vectors() {
-        let ident = crate::c::upper_identifier(&name);
-        let _ = writeln!(
-            out,
-            "static const uint8_t QF_CHAIN_VECTOR_{ident}[{}] = {{",
-            bytes.len()
-        );
-        for row in bytes.chunks(16) {
-            let cells: Vec<String> = row.iter().map(|b| format!("0x{b:02x}")).collect();
-            let _ = writeln!(out, "    {},", cells.join(", "));
-        }
-        let _ = writeln!(out, "}};");
-    }
-    out.push('\n');
-}
-
 /// The golden vectors of `qf_abi::chain::GOLDEN_VECTORS_JSON`: (name, frame bytes).
 pub fn golden_vectors() -> Vec<(String, Vec<u8>)> {
     let parsed: Value = serde_json::from_str(GOLDEN_VECTORS_JSON).unwrap_or(Value::Null);
@@ -112,7 +60,10 @@ pub fn golden_vectors() -> Vec<(String, Vec<u8>)> {
         .filter_map(|vector| {
             let name = vector["name"].as_str()?.to_string();
             let hex = vector["frame_hex"].as_str()?;
-            let bytes = crate::cli::parse_hex(hex).ok()?;
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+                .collect::<Option<Vec<u8>>>()?;
             Some((name, bytes))
         })
         .collect()
