@@ -270,19 +270,23 @@ impl ChainTable {
         executor: &mut E,
     ) -> Result<(), AbiError> {
         let slot = self.installed(chain_id)?;
+        self.remove_slot(slot, executor);
+        Ok(())
+    }
+
+    fn remove_slot<E: ChainExecutor + ?Sized>(&mut self, slot: usize, executor: &mut E) {
         self.stop_slot(slot, executor);
         executor.unreserve(slot);
-        self.slots[slot] = None;
-        Ok(())
+        if let Some(entry) = self.slots.get_mut(slot) {
+            *entry = None;
+        }
     }
 
     /// Removes every chain (an MCU restart: chains live in its RAM).
     pub fn clear<E: ChainExecutor + ?Sized>(&mut self, executor: &mut E) {
         for slot in 0..MAX_CHAINS {
             if self.slots[slot].is_some() {
-                self.stop_slot(slot, executor);
-                executor.unreserve(slot);
-                self.slots[slot] = None;
+                self.remove_slot(slot, executor);
             }
         }
     }
