@@ -9,11 +9,9 @@
 use qf_abi::chain::{ChainInstall, ChainListRequest, ChainOp, ChainRef, CONTROL_EFFECT};
 use qf_abi::header::offset;
 use qf_abi::{
-    decode_frame, encode_frame, encode_frame_raw, AbiError, Frame, Header, MessageKind, Problem,
-    Status,
+    decode_frame, encode_frame, encode_frame_raw, AbiError, Header, MessageKind, Problem, Status,
 };
 use qf_tasks::{serve, Clock, Replay, Served};
-use serde::Serialize;
 
 use crate::table::{ChainExecutor, ChainTable};
 
@@ -79,35 +77,32 @@ pub fn control<E: ChainExecutor + ?Sized>(
         let error = header_error(Status::Malformed, offset::EFFECT, "effect", problem);
         return reject(header, error, out);
     }
+    let ok = header.response_to(Status::Ok);
     let outcome = match op {
-        ChainOp::Install => payload::<ChainInstall>(&frame).and_then(|install| {
+        ChainOp::Install => frame.payload_as::<ChainInstall>().and_then(|install| {
             table.install(&install, executor)?;
-            respond(
-                &header,
-                &ChainRef {
-                    chain_id: install.chain_id,
-                },
-                out,
-            )
+            let chain_id = install.chain_id;
+            encode_frame(&ok, &ChainRef { chain_id }, out)
         }),
-        ChainOp::Start => payload::<ChainRef>(&frame).and_then(|chain| {
+        ChainOp::Start => frame.payload_as::<ChainRef>().and_then(|chain| {
             table.start(chain.chain_id, executor)?;
-            respond(&header, &chain, out)
+            encode_frame(&ok, &chain, out)
         }),
-        ChainOp::Stop => payload::<ChainRef>(&frame).and_then(|chain| {
+        ChainOp::Stop => frame.payload_as::<ChainRef>().and_then(|chain| {
             table.stop(chain.chain_id, executor)?;
-            respond(&header, &chain, out)
+            encode_frame(&ok, &chain, out)
         }),
-        ChainOp::Remove => payload::<ChainRef>(&frame).and_then(|chain| {
+        ChainOp::Remove => frame.payload_as::<ChainRef>().and_then(|chain| {
             table.remove(chain.chain_id, executor)?;
-            respond(&header, &chain, out)
+            encode_frame(&ok, &chain, out)
         }),
-        ChainOp::Status => payload::<ChainRef>(&frame).and_then(|chain| {
+        ChainOp::Status => frame.payload_as::<ChainRef>().and_then(|chain| {
             let status = table.status(chain.chain_id, executor)?;
-            respond(&header, &status, out)
+            encode_frame(&ok, &status, out)
         }),
-        ChainOp::List => payload::<ChainListRequest>(&frame)
-            .and_then(|_| respond(&header, &table.list(executor), out)),
+        ChainOp::List => frame
+            .payload_as::<ChainListRequest>()
+            .and_then(|_| encode_frame(&ok, &table.list(executor), out)),
     };
     match outcome {
         Ok(len) => Ok(Served {
@@ -119,14 +114,6 @@ pub fn control<E: ChainExecutor + ?Sized>(
         }),
         Err(error) => reject(header, error, out),
     }
-}
-
-fn payload<'a, T: serde::Deserialize<'a>>(frame: &Frame<'a>) -> Result<T, AbiError> {
-    frame.payload_as()
-}
-
-fn respond<T: Serialize>(header: &Header, value: &T, out: &mut [u8]) -> Result<usize, AbiError> {
-    encode_frame(&header.response_to(Status::Ok), value, out)
 }
 
 fn header_error(status: Status, at: usize, field: &'static str, problem: Problem) -> AbiError {
