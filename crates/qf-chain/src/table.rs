@@ -198,7 +198,11 @@ impl ChainTable {
             });
         };
         let reserved = executor.reserve(slot, &timing).map_err(over_bound)?;
-        self.slots[slot] = Some(Installed {
+        let Some(free) = self.slots.get_mut(slot) else {
+            executor.unreserve(slot);
+            return Err(executor_failed());
+        };
+        *free = Some(Installed {
             chain_id,
             state: ChainState::Installed,
             timing,
@@ -216,7 +220,7 @@ impl ChainTable {
         executor: &mut E,
     ) -> Result<(), AbiError> {
         let slot = self.installed(chain_id)?;
-        let Some(installed) = self.slots[slot].as_mut() else {
+        let Some(installed) = self.slots.get_mut(slot).and_then(Option::as_mut) else {
             return Ok(());
         };
         if installed.state == ChainState::Running {
@@ -285,7 +289,7 @@ impl ChainTable {
     /// Removes every chain (an MCU restart: chains live in its RAM).
     pub fn clear<E: ChainExecutor + ?Sized>(&mut self, executor: &mut E) {
         for slot in 0..MAX_CHAINS {
-            if self.slots[slot].is_some() {
+            if self.slots.get(slot).is_some_and(Option::is_some) {
                 self.remove_slot(slot, executor);
             }
         }
@@ -298,7 +302,7 @@ impl ChainTable {
         executor: &E,
     ) -> Result<ChainStatus, AbiError> {
         let slot = self.installed(chain_id)?;
-        let Some(installed) = self.slots[slot].as_ref() else {
+        let Some(installed) = self.slots.get(slot).and_then(Option::as_ref) else {
             return Err(AbiError {
                 status: Status::NotInstalled,
                 offset: HEADER_LEN,
@@ -444,10 +448,8 @@ fn validate_template(
         field,
         problem,
     };
-    if let Some(extra) = install.template[template.len()..]
-        .iter()
-        .position(|&b| b != 0)
-    {
+    let padding = install.template.get(template.len()..).unwrap_or_default();
+    if let Some(extra) = padding.iter().position(|&b| b != 0) {
         let offset = template.len() + extra;
         return Err(bad(offset, "template", Problem::InvalidValue));
     }
@@ -494,6 +496,17 @@ fn over_bound(error: qf_sched::Error) -> AbiError {
         offset: HEADER_LEN + 16,
         field: "budget_us",
         problem,
+    }
+}
+
+/// A slot index the table found is out of its own range: cannot happen, answered as the
+/// executor's failure rather than a panic (no panic path in an MCU image).
+fn executor_failed() -> AbiError {
+    AbiError {
+        status: Status::ExecutionError,
+        offset: 0,
+        field: "chain table",
+        problem: Problem::InvalidValue,
     }
 }
 
