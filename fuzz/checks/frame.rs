@@ -31,6 +31,10 @@ pub fn check_frame(data: &[u8]) {
         typed::<Crc32Response>(frame);
         typed::<FirRequest>(frame);
         typed::<FirResponse>(frame);
+        typed::<qf_abi::chain::ChainInstall>(frame);
+        typed::<qf_abi::chain::ChainRef>(frame);
+        typed::<qf_abi::chain::ChainStatus>(frame);
+        typed::<qf_abi::chain::ChainList>(frame);
     }
 
     // The dispatcher: always a response, never a panic, status consistent with the decoder.

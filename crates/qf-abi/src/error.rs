@@ -47,6 +47,21 @@ pub enum Problem {
     OlderEpoch { current: u32, found: u32 },
     /// The invocation id was already accepted in the current epoch.
     RepeatedInvocation { invocation_id: u64 },
+    /// A number outside the range the receiver accepts (inclusive bounds).
+    OutOfRange { value: u64, min: u64, max: u64 },
+    /// Admitting a reservation of `requested_ppm` on top of `others_ppm` would exceed
+    /// `bound_ppm` (parts per million of one CPU).
+    OverBound {
+        requested_ppm: u32,
+        others_ppm: u32,
+        bound_ppm: u32,
+    },
+    /// Every one of `capacity` slots is taken.
+    TableFull { capacity: usize },
+    /// The id is already in use.
+    IdInUse { id: u32 },
+    /// Nothing with this id exists.
+    NotInstalled { id: u32 },
 }
 
 /// A rejected frame or payload: the wire status plus where and why.
@@ -149,6 +164,20 @@ impl fmt::Display for Problem {
                 f,
                 "invocation id {invocation_id} was already accepted in the current epoch"
             ),
+            Problem::OutOfRange { value, min, max } => {
+                write!(f, "{value} is outside {min}..={max}")
+            }
+            Problem::OverBound {
+                requested_ppm,
+                others_ppm,
+                bound_ppm,
+            } => write!(
+                f,
+                "{requested_ppm} ppm on top of the {others_ppm} ppm already reserved exceeds the bound of {bound_ppm} ppm"
+            ),
+            Problem::TableFull { capacity } => write!(f, "all {capacity} slots are taken"),
+            Problem::IdInUse { id } => write!(f, "id {id} is already installed"),
+            Problem::NotInstalled { id } => write!(f, "no chain with id {id} is installed"),
         }
     }
 }

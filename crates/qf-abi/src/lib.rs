@@ -10,6 +10,7 @@
 //!   [`decode_payload`], [`WireSize`]).
 //! * [`Status`], [`EffectClass`], [`MessageKind`]: the enumerated header bytes.
 //! * [`ReplayWindow`]: per-task epochs and duplicate suppression.
+//! * [`chain`]: the control frames of resident chains (install, start, stop, remove, status, list).
 //! * [`AbiError`]: every rejection, with its wire [`Status`], byte offset and field.
 //!
 //! ```
@@ -32,6 +33,7 @@
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u8 = 1;
 
+pub mod chain;
 pub mod codec;
 mod effect;
 mod error;

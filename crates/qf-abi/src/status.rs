@@ -1,7 +1,9 @@
 //! Status codes carried in byte 7 of every frame header (0 on requests).
 //!
-//! The numbering is fixed by QFabric ABI v1; `name()` gives the lowercase spelling the CLI and
-//! JSON use, `from_name()` parses it back.
+//! Codes 0–7 are QFabric ABI v1's own; 8–13 are the refusal reasons of resident-chain control
+//! ([`crate::chain`]), sent only in answer to a control request, so a peer that predates them
+//! never receives one unless it asked (and then rejects the frame as MALFORMED, never misreads
+//! it). `name()` gives the lowercase spelling the CLI and JSON use, `from_name()` parses it back.
 
 use core::fmt;
 
@@ -25,11 +27,26 @@ pub enum Status {
     Duplicate = 6,
     /// The task ran but could not produce a response (e.g. the response did not fit).
     ExecutionError = 7,
+    /// Resident-chain control: admitting the chain's CBS reservation would take the MCU's
+    /// reserved bandwidth over its bound ([`crate::chain`]).
+    OverBound = 8,
+    /// Resident-chain control: the request template is no request the dispatcher would serve
+    /// with status OK, or names another task than the install.
+    BadTemplate = 9,
+    /// Resident-chain control: every chain slot of the MCU is taken.
+    TableFull = 10,
+    /// Resident-chain control: a period, budget, deadline, start delay, chain id or template
+    /// length outside its range.
+    OutOfRange = 11,
+    /// Resident-chain control: a chain with this id is already installed.
+    IdInUse = 12,
+    /// Resident-chain control: no chain with this id is installed.
+    NotInstalled = 13,
 }
 
 impl Status {
     /// Every status, in wire order.
-    pub const ALL: [Status; 8] = [
+    pub const ALL: [Status; 14] = [
         Status::Ok,
         Status::Malformed,
         Status::Oversized,
@@ -38,6 +55,12 @@ impl Status {
         Status::Stale,
         Status::Duplicate,
         Status::ExecutionError,
+        Status::OverBound,
+        Status::BadTemplate,
+        Status::TableFull,
+        Status::OutOfRange,
+        Status::IdInUse,
+        Status::NotInstalled,
     ];
 
     /// The wire byte.
@@ -56,6 +79,12 @@ impl Status {
             5 => Some(Status::Stale),
             6 => Some(Status::Duplicate),
             7 => Some(Status::ExecutionError),
+            8 => Some(Status::OverBound),
+            9 => Some(Status::BadTemplate),
+            10 => Some(Status::TableFull),
+            11 => Some(Status::OutOfRange),
+            12 => Some(Status::IdInUse),
+            13 => Some(Status::NotInstalled),
             _ => None,
         }
     }
@@ -71,6 +100,12 @@ impl Status {
             Status::Stale => "stale",
             Status::Duplicate => "duplicate",
             Status::ExecutionError => "execution_error",
+            Status::OverBound => "over_bound",
+            Status::BadTemplate => "bad_template",
+            Status::TableFull => "table_full",
+            Status::OutOfRange => "out_of_range",
+            Status::IdInUse => "id_in_use",
+            Status::NotInstalled => "not_installed",
         }
     }
 

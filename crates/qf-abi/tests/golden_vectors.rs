@@ -2,7 +2,10 @@
 //! `shared/reference/qfabric-abi-v1/golden-vectors.json`): every frame decodes to its value and
 //! the value re-encodes to the same bytes.
 
-use qf_abi::{decode_frame, encode_frame, EffectClass, Frame, MessageKind, Status};
+mod common;
+
+use common::{round_trip, unhex, Vector};
+use qf_abi::{decode_frame, EffectClass, MessageKind, Status};
 use serde::{Deserialize, Serialize};
 
 // The reference declarations (declarations.json), written by hand here so this test does not
@@ -28,48 +31,8 @@ struct ProbeResponse {
     checksum: u32,
 }
 
-#[derive(Deserialize)]
-struct Vector {
-    name: String,
-    frame_hex: String,
-    payload_hex: String,
-    #[serde(rename = "type")]
-    type_name: String,
-    value: serde_json::Value,
-}
-
-#[derive(Deserialize)]
-struct Vectors {
-    vectors: Vec<Vector>,
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex in the reference file"))
-        .collect()
-}
-
 fn vectors() -> Vec<Vector> {
-    let text = include_str!("data/golden-vectors.json");
-    serde_json::from_str::<Vectors>(text)
-        .expect("golden-vectors.json parses")
-        .vectors
-}
-
-/// Decodes the payload as `T`, compares with the JSON value, re-encodes the frame.
-fn round_trip<T>(vector: &Vector, frame: &Frame<'_>, bytes: &[u8])
-where
-    T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug,
-{
-    let decoded: T = frame
-        .payload_as()
-        .unwrap_or_else(|e| panic!("{}: {e}", vector.name));
-    let expected: T = serde_json::from_value(vector.value.clone()).expect("value matches type");
-    assert_eq!(decoded, expected, "{}: decoded value", vector.name);
-    let mut out = [0u8; qf_abi::MAX_FRAME_LEN];
-    let len = encode_frame(&frame.header, &expected, &mut out).expect("re-encodes");
-    assert_eq!(&out[..len], bytes, "{}: re-encoded bytes", vector.name);
+    common::vectors(include_str!("data/golden-vectors.json"))
 }
 
 #[test]

@@ -151,6 +151,18 @@ impl Chain {
         })
     }
 
+    /// The same chain with `chain_id` in its requests' contract-id field, so every result names
+    /// its chain (the response echoes the request's contract id).
+    pub fn tagged(mut self, chain_id: u32) -> Chain {
+        if let Some(field) = self
+            .template
+            .get_mut(offset::CONTRACT_ID..offset::CONTRACT_ID + 4)
+        {
+            field.copy_from_slice(&chain_id.to_be_bytes());
+        }
+        self
+    }
+
     /// The declared task the chain runs.
     pub fn task(&self) -> Task {
         self.task

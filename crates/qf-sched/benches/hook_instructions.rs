@@ -9,8 +9,10 @@
 
 mod common;
 
-use common::{running_cbs_thread_with, StoreKernel, BUDGET, PERIOD, THREAD};
-use qf_sched::Scheduler;
+use common::{
+    admitted_cbs_thread_with, running_cbs_thread_with, StoreKernel, BUDGET, PERIOD, THREAD,
+};
+use qf_sched::{Bandwidth, Scheduler};
 use std::hint::black_box;
 
 /// Calls per hook.
@@ -38,6 +40,32 @@ macro_rules! hook_loops {
             #[inline(never)]
             pub fn hook_deadline_set(sched: &mut Sched, kernel: &mut StoreKernel) {
                 let _ = black_box(sched.deadline_set(kernel, black_box(THREAD), PERIOD));
+            }
+
+            /// `deadline_set` with admission control on: the release path of an admitted thread.
+            #[inline(never)]
+            pub fn hook_deadline_set_admitted(sched: &mut Sched, kernel: &mut StoreKernel) {
+                // The relative deadline through black_box (one store and load more than
+                // hook_deadline_set) so the two wrappers are not folded into one symbol.
+                let _ = black_box(sched.deadline_set(kernel, black_box(THREAD), black_box(PERIOD)));
+            }
+
+            /// A budget change with admission control on, and the next cycle edge: where the
+            /// admission test runs, and what it costs with the release that follows.
+            #[inline(never)]
+            pub fn hook_budget_change_admitted(
+                sched: &mut Sched,
+                kernel: &mut StoreKernel,
+                budget: u64,
+            ) {
+                let _ = black_box(sched.cbs_budget_set(black_box(THREAD), black_box(budget)));
+                let _ = black_box(sched.deadline_set(kernel, black_box(THREAD), PERIOD));
+            }
+
+            /// The reservation's bandwidth `Q/T` in fixed point, the admission test's division.
+            #[inline(never)]
+            pub fn hook_bandwidth_ratio(budget: u64, period: u64) -> Option<Bandwidth> {
+                black_box(Bandwidth::ratio(black_box(budget), black_box(period)))
             }
 
             #[inline(never)]
@@ -68,6 +96,25 @@ macro_rules! hook_loops {
                 for _ in 0..CALLS {
                     hook_deadline_set(&mut sched, &mut kernel);
                     kernel.now += PERIOD;
+                }
+
+                // The same cycle ends with admission control on.
+                let (mut sched, mut kernel) = admitted_cbs_thread_with::<$events>();
+                kernel.now = 10;
+                for _ in 0..CALLS {
+                    hook_deadline_set_admitted(&mut sched, &mut kernel);
+                    kernel.now += PERIOD;
+                }
+
+                // A budget changed every cycle (30 and 29 alternately), admission on.
+                let (mut sched, mut kernel) = admitted_cbs_thread_with::<$events>();
+                kernel.now = 10;
+                for call in 0..CALLS {
+                    hook_budget_change_admitted(&mut sched, &mut kernel, BUDGET - call % 2);
+                    kernel.now += PERIOD;
+                }
+                for call in 0..CALLS {
+                    black_box(hook_bandwidth_ratio(BUDGET + call % 7, PERIOD * 1000));
                 }
 
                 // Budget exhaustions with work left (B_ROUT).

@@ -1,10 +1,11 @@
 //! Wall-clock cost of the scheduler hooks on their hot paths (criterion, median per call):
 //! switch-in (SWT_TO), switch-out (SWT_AY), `deadline_set` (a periodic CBS cycle end + start)
-//! and replenish (budget exhaustion through the timer: B_ROUT). Run: `cargo bench -p qf-sched`.
+//! with admission control off and on, and replenish (budget exhaustion through the timer:
+//! B_ROUT). Run: `cargo bench -p qf-sched`.
 
 mod common;
 
-use common::{running_cbs_thread, BUDGET, PERIOD, THREAD};
+use common::{admitted_cbs_thread_with, running_cbs_thread, BUDGET, PERIOD, THREAD};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::hint::black_box;
 
@@ -43,6 +44,18 @@ fn hooks(c: &mut Criterion) {
     // activation, CBS arrival rule, new deadline, timer.
     group.bench_function("deadline_set", |b| {
         let (mut sched, mut kernel) = running_cbs_thread();
+        kernel.now = 10;
+        b.iter(|| {
+            let status = sched.deadline_set(&mut kernel, black_box(THREAD), PERIOD);
+            kernel.now += PERIOD;
+            black_box(status)
+        })
+    });
+
+    // The same cycle edge with admission control on: the reservation was admitted by its
+    // setters, so the release should cost what it costs with admission off.
+    group.bench_function("deadline_set_admitted", |b| {
+        let (mut sched, mut kernel) = admitted_cbs_thread_with::<64>();
         kernel.now = 10;
         b.iter(|| {
             let status = sched.deadline_set(&mut kernel, black_box(THREAD), PERIOD);

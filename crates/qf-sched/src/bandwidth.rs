@@ -16,9 +16,24 @@ impl Bandwidth {
     pub const ONE: Bandwidth = Bandwidth(1 << FRACTION_BITS);
 
     /// `numerator / denominator`, rounded down to the next 2⁻⁶⁴; `None` if `denominator` is 0.
+    ///
+    /// Both below 2³² (any budget and period in µs or kernel ticks of a real system), the
+    /// quotient is found as three base-2³² digits with 64-by-64-bit divisions: a 128-bit
+    /// division is a library call of thousands of instructions on a 32-bit MCU.
     pub const fn ratio(numerator: u64, denominator: u64) -> Option<Bandwidth> {
         if denominator == 0 {
             return None;
+        }
+        const DIGIT: u64 = u32::MAX as u64;
+        if numerator <= DIGIT && denominator <= DIGIT {
+            // numerator · 2⁶⁴ / denominator = q0 · 2⁶⁴ + q1 · 2³² + q2 (rounded down), each
+            // remainder below the denominator, so every shifted remainder fits in 64 bits.
+            let (q0, r0) = (numerator / denominator, numerator % denominator);
+            let (q1, r1) = ((r0 << 32) / denominator, (r0 << 32) % denominator);
+            let q2 = (r1 << 32) / denominator;
+            return Some(Bandwidth(
+                ((q0 as u128) << FRACTION_BITS) | ((q1 as u128) << 32) | q2 as u128,
+            ));
         }
         Some(Bandwidth(
             ((numerator as u128) << FRACTION_BITS) / denominator as u128,
@@ -62,6 +77,15 @@ mod tests {
         let total = third.saturating_add(third).saturating_add(third);
         assert!(total <= Bandwidth::ONE);
         assert!(total.saturating_add(Bandwidth(4)) > Bandwidth::ONE);
+    }
+
+    proptest::proptest! {
+        /// The digit-by-digit division equals the 128-bit one wherever it is used.
+        #[test]
+        fn the_32_bit_path_equals_the_128_bit_division(n in 0u64..=u32::MAX as u64, d in 1u64..=u32::MAX as u64) {
+            let wide = ((n as u128) << FRACTION_BITS) / d as u128;
+            proptest::prop_assert_eq!(Bandwidth::ratio(n, d), Some(Bandwidth(wide)));
+        }
     }
 
     #[test]

@@ -129,6 +129,9 @@ pub struct ControlBlock {
     /// budget and relative deadline asks for the same bandwidth every cycle, and the division
     /// (128-bit, thousands of instructions on a 32-bit MCU) need not be done again.
     pub(crate) admitted_for: Option<(u64, u64)>,
+    /// Admission control is on and this is a CBS thread without a period: its reservation's
+    /// window is the relative deadline, admitted by `deadline_set` when it changes.
+    pub(crate) admit_on_release: bool,
 }
 
 impl ControlBlock {
@@ -162,6 +165,7 @@ impl ControlBlock {
         timer_at: NO_TIMER,
         admitted: Bandwidth::ZERO,
         admitted_for: None,
+        admit_on_release: false,
     };
 
     /// What `attach` gives a slot: attached, unconfigured, no check pending.
@@ -238,20 +242,21 @@ impl ControlBlock {
         self.admitted
     }
 
-    /// The bandwidth this thread asks for if its next cycle has relative deadline `rel`, as the
-    /// ratio (numerator, denominator): `Q/T` with a CBS, `WCET/period` for a periodic thread
-    /// with a declared WCET, else none (0/1).
-    pub(crate) fn requested_terms(&self, rel: u64) -> (u64, u64) {
+    /// The reservation the configuration asks for, as the ratio (numerator, denominator):
+    /// `Q/period` for a periodic CBS, `WCET/period` for a periodic thread with a declared WCET,
+    /// none (0/1) otherwise; `None` for a CBS without a period, whose window is the relative
+    /// deadline of each `deadline_set`.
+    pub(crate) fn reservation_terms(&self) -> Option<(u64, u64)> {
         if self.server.enabled() {
-            (self.server.budget_max, rel)
+            (self.period > 0).then_some((self.server.budget_max, self.period))
         } else if self.period > 0 && self.wcet > 0 {
-            (self.wcet, self.period)
+            Some((self.wcet, self.period))
         } else {
-            (0, 1)
+            Some((0, 1))
         }
     }
 
-    /// The bandwidth [`Self::requested_terms`] stand for (the admitted one if they are the
+    /// The bandwidth [`Self::reservation_terms`] stand for (the admitted one if they are the
     /// terms it was computed from).
     pub(crate) fn requested_bandwidth(&self, terms: (u64, u64)) -> Bandwidth {
         if self.admitted_for == Some(terms) {

@@ -98,9 +98,12 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// `k_thread_period_set`: sets (0: clears) the thread's period. A setter only: it is
     /// enforced by the next `deadline_set`, which computes the next activation from the period
     /// current at that moment (so a mid-cycle change takes effect at once).
+    ///
+    /// With admission control on, a period that changes the thread's reservation (`Q/period`
+    /// with a CBS, `WCET/period` with a declared WCET) is admitted here, or refused with
+    /// [`Error::AdmissionRejected`] changing nothing.
     pub fn period_set(&mut self, id: ThreadId, period: u64) -> Result<(), Error> {
-        self.slot(id)?.period = period;
-        Ok(())
+        self.reconfigure(id, |block| block.period = period)
     }
 
     /// `k_thread_deadline_miss_callback_set`: sets or clears the callback run when a cycle is
@@ -120,16 +123,21 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// `c = 0, d = 0`, so its first job always replenishes. Like the other setters it takes
     /// effect from the next cycle (a changed `Q` at the next job arrival), except that removing
     /// the server stops its budget clock at once.
+    ///
+    /// With admission control on, the new reservation is admitted here (`Q/period` for a
+    /// periodic thread; a thread without a period is admitted at its next `deadline_set`, whose
+    /// relative deadline is its server period), or refused with [`Error::AdmissionRejected`]
+    /// changing nothing.
     pub fn cbs_budget_set(&mut self, id: ThreadId, budget: u64) -> Result<(), Error> {
-        let block = self.slot(id)?;
-        if budget == 0 || !block.server.enabled() {
-            block.server.budget = 0;
-            block.server.deadline = 0;
-            block.budget_running_since = None;
-            block.cycle_served = false;
-        }
-        block.server.budget_max = budget;
-        Ok(())
+        self.reconfigure(id, |block| {
+            if budget == 0 || !block.server.enabled() {
+                block.server.budget = 0;
+                block.server.deadline = 0;
+                block.budget_running_since = None;
+                block.cycle_served = false;
+            }
+            block.server.budget_max = budget;
+        })
     }
 
     /// Hard-reservation mode (off by default, beyond the paper): on budget exhaustion with work
@@ -155,16 +163,69 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// Declares a periodic thread's worst-case execution time, used only by admission control
     /// (`WCET/period`). A periodic thread without a declared WCET is not accounted.
     pub fn wcet_set(&mut self, id: ThreadId, wcet: u64) -> Result<(), Error> {
-        self.slot(id)?.wcet = wcet;
+        self.reconfigure(id, |block| block.wcet = wcet)
+    }
+
+    /// Applies a setter to a copy of the block, admits the copy's reservation if admission
+    /// control is on, and only then stores it: a refused change changes nothing. The one place
+    /// reservations are admitted, apart from a period-less CBS thread's relative deadline.
+    fn reconfigure(
+        &mut self,
+        id: ThreadId,
+        change: impl FnOnce(&mut ControlBlock),
+    ) -> Result<(), Error> {
+        let (bound, total) = (self.admission_bound, self.admitted_total);
+        let block = self.slot(id)?;
+        let Some(bound) = bound else {
+            change(block);
+            return Ok(());
+        };
+        let mut changed = *block;
+        change(&mut changed);
+        let total = match changed.reservation_terms() {
+            Some(terms) => {
+                changed.admit_on_release = false;
+                admit(&mut changed, terms, bound, total)?
+            }
+            // A CBS without a period: its window is the next relative deadline.
+            None => {
+                changed.admit_on_release = true;
+                total
+            }
+        };
+        *block = changed;
+        self.admitted_total = total;
         Ok(())
     }
 
-    /// Admission control (off by default, beyond the paper): with `Some(bound)`, a
-    /// `deadline_set` that would raise the total admitted bandwidth above `bound` is refused
-    /// with [`Error::AdmissionRejected`] and changes nothing. Bandwidth is `Q/T` for a CBS
-    /// thread, `WCET/period` for a periodic thread with a declared WCET.
+    /// Admission control (off by default, beyond the paper): with `Some(bound)`, a change of
+    /// reservation that would raise the total admitted bandwidth above `bound` is refused with
+    /// [`Error::AdmissionRejected`] and changes nothing. Bandwidth is `Q/period` for a periodic
+    /// CBS thread, `Q/rel` for a CBS thread without a period (admitted by `deadline_set` when
+    /// `rel` changes), `WCET/period` for a periodic thread with a declared WCET. Reservations
+    /// are tested where they change (the setters), so a release with admission on does no
+    /// division and no test. Turning it on accounts the attached threads as they are now
+    /// (even above the bound: they run already); turning it off forgets the accounting.
     pub fn admission_bound_set(&mut self, bound: Option<Bandwidth>) {
         self.admission_bound = bound;
+        let mut total = Bandwidth::ZERO;
+        for block in self.threads.iter_mut().filter(|block| block.attached) {
+            let terms = match (bound, block.reservation_terms()) {
+                (None, _) => (0, 1),
+                (Some(_), Some(terms)) => terms,
+                (Some(_), None) => (block.server.budget_max, block.server.period),
+            };
+            block.admit_on_release = bound.is_some() && block.reservation_terms().is_none();
+            block.admitted = block.requested_bandwidth(terms);
+            block.admitted_for = Some(terms);
+            total = total.saturating_add(block.admitted);
+        }
+        self.admitted_total = total;
+    }
+
+    /// The bound admission control keeps the total under (`None`: off).
+    pub fn admission_bound(&self) -> Option<Bandwidth> {
+        self.admission_bound
     }
 
     /// Sum of the bandwidth currently admitted (only maintained while admission control is on).
@@ -175,8 +236,9 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// `k_thread_deadline_set`, Figure 1. Called by thread `id` itself with its relative
     /// deadline `rel` (also its CBS server period). In order:
     ///
-    /// 1. Admission control, if on: refuse (and change nothing) if the thread's bandwidth would
-    ///    push the total above the bound.
+    /// 1. Admission control, only for a CBS thread without a period (its server period is
+    ///    `rel`) when `rel` changed: refuse (and change nothing) if its bandwidth would push the
+    ///    total above the bound. Every other reservation was admitted by its setter.
     /// 2. End the current cycle, if one is running: stop and charge the CBS budget, drop the
     ///    pending deadline-miss check (so no false miss fires), record COMPLETE.
     /// 3. With a period and a cycle just ended: if the cycle ended on time, suspend (via
@@ -214,8 +276,13 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             Some(block) if block.attached => block,
             _ => return Err(Error::UnknownThread),
         };
-        if let Some(bound) = *admission_bound {
-            *admitted_total = admit(block, rel, bound, *admitted_total)?;
+        if block.admit_on_release {
+            if let Some(bound) = *admission_bound {
+                let terms = (block.server.budget_max, rel);
+                if block.admitted_for != Some(terms) {
+                    *admitted_total = admit(block, terms, bound, *admitted_total)?;
+                }
+            }
         }
 
         let now = kernel.now();
@@ -314,19 +381,18 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     }
 }
 
-/// Admission control for one `deadline_set`: the new total if the thread's bandwidth for
-/// relative deadline `rel` fits under `bound` (recording it in the block), else the refusal.
-/// Out of line on purpose: its 128-bit divisions would otherwise make every `deadline_set`
-/// save and restore registers even with admission control off.
+/// The admission test: the new total if the reservation `terms` (numerator, denominator) of
+/// `block` fits under `bound` with everything else admitted (recording it in the block), else
+/// the refusal. Out of line and cold: a release reaches it only for a period-less CBS thread
+/// whose relative deadline changed.
 #[cold]
 #[inline(never)]
 fn admit(
     block: &mut ControlBlock,
-    rel: u64,
+    terms: (u64, u64),
     bound: Bandwidth,
     total: Bandwidth,
 ) -> Result<Bandwidth, Error> {
-    let terms = block.requested_terms(rel);
     let requested = block.requested_bandwidth(terms);
     let others = total.saturating_sub(block.admitted);
     if others.saturating_add(requested) > bound {

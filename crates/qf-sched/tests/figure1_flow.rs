@@ -432,6 +432,61 @@ fn admission_follows_every_change_of_budget_and_relative_deadline() {
 }
 
 #[test]
+fn a_periodic_reservation_is_admitted_by_its_setters_and_a_refused_one_changes_nothing() {
+    let (mut sched, mut k) = setup(&[T0, T1]);
+    sched.admission_bound_set(Bandwidth::ratio(1, 1));
+    sched.period_set(T0, 10).unwrap();
+    sched.cbs_budget_set(T0, 6).unwrap();
+    assert_eq!(
+        sched.admitted_total().ppm(),
+        600_000,
+        "admitted by the setter"
+    );
+    sched.period_set(T1, 10).unwrap();
+    let refused = sched.cbs_budget_set(T1, 5);
+    assert_eq!(
+        refused,
+        Err(Error::AdmissionRejected {
+            requested_ppm: 500_000,
+            others_ppm: 600_000,
+            bound_ppm: 1_000_000
+        })
+    );
+    assert_eq!(sched.thread(T1).map(|b| b.budget_max()), Some(0));
+    assert_eq!(sched.admitted_total().ppm(), 600_000);
+    // A shorter period raises T0's reservation: refused, the period stays.
+    assert!(sched.period_set(T0, 5).is_err());
+    assert_eq!(sched.thread(T0).map(|b| b.period()), Some(10));
+    sched.cbs_budget_set(T1, 4).unwrap();
+    assert_eq!(sched.admitted_total().ppm(), 1_000_000);
+    // Releases test nothing: a relative deadline below the period changes no reservation.
+    assert_eq!(sched.deadline_set(&mut k, T0, 7), Ok(()));
+    assert_eq!(sched.deadline_set(&mut k, T1, 10), Ok(()));
+    assert_eq!(sched.admitted_total().ppm(), 1_000_000);
+    sched.detach(&mut k, T0).unwrap();
+    assert_eq!(sched.admitted_total().ppm(), 400_000);
+}
+
+#[test]
+fn turning_admission_on_accounts_the_threads_already_configured() {
+    let (mut sched, _) = setup(&[T0, T1]);
+    sched.period_set(T0, 4).unwrap();
+    sched.cbs_budget_set(T0, 1).unwrap();
+    sched.period_set(T1, 8).unwrap();
+    sched.wcet_set(T1, 2).unwrap();
+    assert_eq!(
+        sched.admitted_total(),
+        Bandwidth::ZERO,
+        "off: not accounted"
+    );
+    sched.admission_bound_set(Bandwidth::ratio(1, 1));
+    assert_eq!(sched.admitted_total().ppm(), 500_000);
+    assert!(sched.cbs_budget_set(T0, 4).is_err(), "1/1 + 1/4 > 1");
+    sched.admission_bound_set(None);
+    assert_eq!(sched.admitted_total(), Bandwidth::ZERO);
+}
+
+#[test]
 fn calls_for_unknown_or_detached_threads_return_an_error() {
     let (mut sched, mut k) = setup(&[T0]);
     assert_eq!(

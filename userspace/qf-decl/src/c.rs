@@ -6,7 +6,11 @@
 
 use std::fmt::Write as _;
 
-use qf_abi::{EffectClass, Status};
+use qf_abi::chain::{
+    ChainInstall, ChainList, ChainOp, ChainRef, ChainStatus, CONTROL_EFFECT, MAX_LISTED_CHAINS,
+    TEMPLATE_CAPACITY,
+};
+use qf_abi::{EffectClass, Status, WireSize};
 
 use crate::schema::{Schema, TypeBody};
 use crate::types::{Scalar, TypeExpr};
@@ -100,8 +104,72 @@ pub fn generate(schema: &Schema, origin: &str, guard: &str) -> String {
             task.response_size
         );
     }
+    chain_section(&mut out);
     let _ = writeln!(out, "#endif /* {guard} */");
     out
+}
+
+/// The C header's section on resident-chain control: task ids, sizes, limits, and every golden
+/// vector as a byte array (`QF_CHAIN_VECTOR_<NAME>`).
+fn chain_section(out: &mut String) {
+    let _ = writeln!(
+        out,
+        "/* Resident-chain control (reserved task ids, effect stateful): see qf_abi::chain. */"
+    );
+    for op in ChainOp::ALL {
+        let upper = op.name().to_uppercase();
+        let _ = writeln!(out, "#define QF_{upper}_TASK_ID {:#010x}u", op.task_id());
+    }
+    let _ = writeln!(
+        out,
+        "#define QF_CHAIN_CONTROL_EFFECT QF_EFFECT_{}",
+        CONTROL_EFFECT.name().to_uppercase()
+    );
+    let sizes = [
+        ("CHAIN_INSTALL", ChainInstall::WIRE_SIZE),
+        ("CHAIN_REF", ChainRef::WIRE_SIZE),
+        ("CHAIN_STATUS", ChainStatus::WIRE_SIZE),
+        ("CHAIN_LIST", ChainList::WIRE_SIZE),
+        ("CHAIN_TEMPLATE_CAPACITY", TEMPLATE_CAPACITY),
+        ("CHAIN_MAX_LISTED", MAX_LISTED_CHAINS),
+    ];
+    for (name, size) in sizes {
+        let suffix = if name.ends_with("CAPACITY") || name.ends_with("LISTED") {
+            ""
+        } else {
+            "_WIRE_SIZE"
+        };
+        let _ = writeln!(out, "#define QF_{name}{suffix} {size}u");
+    }
+    out.push('\n');
+    for (name, bytes) in crate::chain::golden_vectors() {
+        let ident = upper_identifier(&name);
+        let _ = writeln!(
+            out,
+            "static const uint8_t QF_CHAIN_VECTOR_{ident}[{}] = {{",
+            bytes.len()
+        );
+        for row in bytes.chunks(16) {
+            let cells: Vec<String> = row.iter().map(|b| format!("0x{b:02x}")).collect();
+            let _ = writeln!(out, "    {},", cells.join(", "));
+        }
+        let _ = writeln!(out, "}};");
+    }
+    out.push('\n');
+}
+
+/// `name` as a C identifier in capitals: letters and digits upper-cased, anything else `_`
+/// (`qtasks` -> `QTASKS`, `chain-list-request` -> `CHAIN_LIST_REQUEST`).
+pub fn upper_identifier(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// A C declarator: `int16_t offsets[3]`, `uint8_t grid[2][4]`, `Offsets offsets`.

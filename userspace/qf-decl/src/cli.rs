@@ -179,17 +179,7 @@ pub fn generate_files(file: &Path, directory: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(directory)
         .with_context(|| format!("creating {}", directory.display()))?;
     let origin = file.display().to_string();
-    let guard: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .chain("_H".chars())
-        .collect();
+    let guard = crate::c::upper_identifier(&format!("{stem}_H"));
     let rust_path = directory.join(format!("{stem}.rs"));
     let c_path = directory.join(format!("{stem}.h"));
     std::fs::write(&rust_path, crate::rust::generate(&schema, &origin))
@@ -258,6 +248,12 @@ pub fn decode(schema: &Schema, bytes: &[u8]) -> Result<DecodedFrame> {
         }
         None => None,
     };
+    // A resident-chain control frame: its payload is qf_abi::chain's, not a declaration's.
+    let control = crate::chain::decode_payload(&header, frame.payload).transpose()?;
+    let (task, payload) = match control {
+        Some((op, value)) => (Some(op.to_string()), value),
+        None => (task.map(|task| task.name.clone()), payload),
+    };
     Ok(DecodedFrame {
         version: qf_abi::PROTOCOL_VERSION,
         kind: header.kind.name(),
@@ -270,7 +266,7 @@ pub fn decode(schema: &Schema, bytes: &[u8]) -> Result<DecodedFrame> {
         deadline_us: header.deadline_us,
         flags: 0,
         payload_len: frame.payload.len(),
-        task: task.map(|task| task.name.clone()),
+        task,
         payload_hex: payload.is_none().then(|| to_hex(frame.payload)),
         payload,
     })

@@ -37,6 +37,8 @@ pub enum Rule {
     PayloadBudget,
     /// Task ids are unique.
     UniqueTaskId,
+    /// Task ids `0xFFFF_FF00..=0xFFFF_FFFF` are reserved for MCU control frames.
+    ReservedTaskId,
     /// Task names are unique (also after conversion to Rust enum variants).
     UniqueTaskName,
     /// Field names within a struct are unique.
@@ -64,6 +66,7 @@ impl Rule {
             Rule::MessageIsStruct => "message-is-struct",
             Rule::PayloadBudget => "payload-budget",
             Rule::UniqueTaskId => "unique-task-id",
+            Rule::ReservedTaskId => "reserved-task-id",
             Rule::UniqueTaskName => "unique-task-name",
             Rule::UniqueFieldName => "unique-field-name",
             Rule::BuiltinConflict => "builtin-conflict",

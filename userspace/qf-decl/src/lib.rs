@@ -8,12 +8,14 @@
 //! * generates the Rust types and serde (de)serialisers ([`rust::generate`]) and a C header with
 //!   encoders/decoders for Zephyr C applications ([`c::generate`]);
 //! * encodes and decodes payloads of declared types from/to JSON at run time ([`dynamic`]);
-//! * implements the `qf abi decode|encode|check|generate` subcommands ([`cli`]).
+//! * implements the `qf abi decode|encode|check|generate` subcommands ([`cli`]), which also
+//!   read the resident-chain control frames of `qf_abi::chain` ([`chain`]).
 //!
 //! The two tasks of the reference golden vectors, `add` (id 1) and `abi_probe` (id 2), are
 //! built in: every schema has them.
 
 pub mod c;
+pub mod chain;
 pub mod cli;
 pub mod dynamic;
 mod error;

@@ -570,6 +570,16 @@ fn check_tasks_without_types(tasks: &[Located<SourceTask>]) -> Vec<DeclError> {
                 ),
             ));
         }
+        if qf_abi::chain::ChainOp::is_control(task.task_id) {
+            errors.push(error(
+                Rule::ReservedTaskId,
+                format!(
+                    "task id {:#x} is in the range reserved for MCU control ({:#x}..)",
+                    task.task_id,
+                    qf_abi::chain::CONTROL_TASK_BASE
+                ),
+            ));
+        }
         if let Some(other) = ids.insert(task.task_id, task.name.clone()) {
             errors.push(error(
                 Rule::UniqueTaskId,

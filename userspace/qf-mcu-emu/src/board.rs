@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use qf_abi::MAX_FRAME_LEN;
-use qf_chain::{ChainStats, MAX_CHAIN_RESPONSE_LEN};
+use qf_chain::ChainStats;
 
 use crate::garbage;
 use crate::ivshmem::{GuestNotifier, McuDoorbell, VECTOR_STATE, VECTOR_VRING};
@@ -19,7 +20,7 @@ use crate::layout::{
     control, McuState, CHANNEL_ADDR, HEARTBEAT_PERIOD_US, LAYOUT_VERSION, MAGIC, RSC_TABLE_OFFSET,
 };
 use crate::mcu::Mcu;
-use crate::resident::{ChainPlan, ResidentChain};
+use crate::resident::ChainPlan;
 use crate::rpmsg::{self, NS_ADDR};
 use crate::rsc_table::{self, TABLE_LEN};
 use crate::shm::{SharedMemory, ShmError};
@@ -38,13 +39,16 @@ pub enum Command {
     Hang,
     /// New generation, re-publish, wait for Linux to re-attach.
     Restart,
-    /// Start a resident chain (replacing a running one). A crash or hang ends it: the chain
-    /// lives in the MCU's RAM, so after a restart it must be started again.
+    /// Install and start a resident chain (replacing one of the same id), as `ctl chain
+    /// start` does. A crash or hang ends it: the chain lives in the MCU's RAM, so after a
+    /// restart it must be installed again.
     ChainStart(Box<ChainPlan>),
-    /// Stop the resident chain, if any.
+    /// Stop and remove every resident chain.
     ChainStop,
     /// Send this many garbage frames ([`crate::garbage`]) to the endpoint that last wrote.
     Garbage(u64),
+    /// The chains changed (a control frame from any transport): aim the chain timer again.
+    ChainsChanged,
 }
 
 /// Errors of the board loop.
@@ -120,11 +124,11 @@ pub struct BoardStats {
     /// endpoint to go to.
     pub garbage_sent: u64,
     pub garbage_not_sent: u64,
-    /// Whether a resident chain runs, and its counters (those of the last chain once stopped;
-    /// lateness and compute time in nanoseconds).
+    /// Whether a resident chain runs, and the counters of the first installed one (those of the
+    /// last one once all are removed; lateness and compute time in nanoseconds).
     pub chain_running: bool,
     pub chain: ChainStats,
-    /// Times the chain's CBS budget ran out during a job (B_ROUT).
+    /// Times that chain's CBS budget ran out during a job (B_ROUT).
     pub chain_budget_exhaustions: u64,
 }
 
@@ -136,7 +140,8 @@ pub struct Board {
     mcu: Arc<Mcu>,
     control: Arc<BoardControl>,
     session: Option<Session>,
-    chain: Option<ResidentChain>,
+    /// Readable when a resident chain's release or scheduler timer is due.
+    chain_wake: TimerFd,
     stats: Arc<Mutex<BoardStats>>,
     /// False while hung: the heartbeat thread skips its increments.
     heart_alive: Arc<AtomicBool>,
@@ -150,14 +155,25 @@ impl Board {
         guest: Arc<GuestNotifier>,
         mcu: Arc<Mcu>,
     ) -> Result<Board, BoardError> {
+        let chain_wake = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_CLOEXEC | TimerFlags::TFD_NONBLOCK,
+        )
+        .map_err(|source| BoardError::Sys {
+            what: "creating the chain timer",
+            source,
+        })?;
+        let control = Arc::new(BoardControl::new()?);
+        let wake = Arc::clone(&control);
+        mcu.set_chains_released(Box::new(move || wake.send(Command::ChainsChanged)));
         Ok(Board {
             shm,
             doorbell,
             guest,
             mcu,
-            control: Arc::new(BoardControl::new()?),
+            control,
             session: None,
-            chain: None,
+            chain_wake,
             stats: Arc::new(Mutex::new(BoardStats::default())),
             heart_alive: Arc::new(AtomicBool::new(true)),
         })
@@ -200,15 +216,14 @@ impl Board {
         let control = Arc::clone(&self.control);
         let doorbell = Arc::clone(&self.doorbell);
         loop {
-            let mut fds = vec![
+            self.arm_chain_wake()?;
+            let mut fds = [
                 PollFd::new(stop, PollFlags::POLLIN),
                 PollFd::new(doorbell.fd(VECTOR_VRING), PollFlags::POLLIN),
                 PollFd::new(doorbell.fd(VECTOR_STATE), PollFlags::POLLIN),
                 PollFd::new(control.wake.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.chain_wake.as_fd(), PollFlags::POLLIN),
             ];
-            if let Some(chain) = &self.chain {
-                fds.push(PollFd::new(chain.timer_fd(), PollFlags::POLLIN));
-            }
             match poll(&mut fds, PollTimeout::NONE) {
                 Err(nix::Error::EINTR) => continue,
                 other => other.map_err(|source| BoardError::Sys {
@@ -223,10 +238,11 @@ impl Board {
             if ready[0] {
                 return Ok(());
             }
-            // The chain's release first: on the MCU its timer interrupt preempts the rpmsg
+            // The chains' releases first: on the MCU their timer interrupt preempts the rpmsg
             // thread.
-            if ready.get(4) == Some(&true) {
-                self.release_chain()?;
+            if ready[4] {
+                let _ = self.chain_wake.wait();
+                self.release_chains()?;
             }
             if ready[3] {
                 for command in control.take() {
@@ -275,7 +291,7 @@ impl Board {
                     .store_u32(control::MCU_STATE, McuState::Crashed as u32)?;
                 self.mcu.crash();
                 self.session = None;
-                self.stop_chain();
+                self.publish_chain_stats();
                 log::info!("mcu: crashed (heartbeat stopped, not serving)");
                 self.guest.notify(VECTOR_STATE);
             }
@@ -283,7 +299,7 @@ impl Board {
                 self.heart_alive.store(false, Ordering::SeqCst);
                 self.mcu.crash();
                 self.session = None;
-                self.stop_chain();
+                self.publish_chain_stats();
                 log::info!("mcu: hung (heartbeat stopped, not serving, state left running)");
             }
             Command::Restart => {
@@ -297,21 +313,22 @@ impl Board {
                     return Ok(());
                 }
                 let (period, budget) = (plan.period(), plan.budget());
-                self.stop_chain();
-                match ResidentChain::start(*plan, self.mcu.compute_model()) {
-                    Ok(chain) => {
-                        self.chain = Some(chain);
-                        self.publish_chain_stats();
-                        log::info!(
-                            "mcu: resident chain started, period {period:?}, CBS budget {budget:?}"
-                        );
-                    }
+                match self.mcu.chain_ctl_start(&plan) {
+                    Ok(()) => log::info!(
+                        "mcu: resident chain started, period {period:?}, CBS budget {budget:?}"
+                    ),
                     // The board keeps serving; the chain's counters show it never ran.
-                    Err(e) => log::error!("mcu: {e}"),
+                    Err(e) => log::error!("mcu: chain refused: {e}"),
                 }
+                self.publish_chain_stats();
             }
-            Command::ChainStop => self.stop_chain(),
+            Command::ChainStop => {
+                self.mcu.chain_ctl_stop();
+                self.publish_chain_stats();
+                log::info!("mcu: resident chains stopped");
+            }
             Command::Garbage(n) => self.send_garbage(n)?,
+            Command::ChainsChanged => self.publish_chain_stats(),
         }
         Ok(())
     }
@@ -358,64 +375,67 @@ impl Board {
         Ok(())
     }
 
-    fn stop_chain(&mut self) {
-        if self.chain.is_some() {
-            self.publish_chain_stats();
-            self.chain = None;
-            self.lock_stats().chain_running = false;
-            log::info!("mcu: resident chain stopped");
-        }
-    }
-
+    /// Copies the chains' summary into the board's counters; a removed chain's last counters
+    /// stay there until another is installed.
     fn publish_chain_stats(&self) {
-        if let Some(chain) = &self.chain {
-            let mut stats = self.lock_stats();
-            stats.chain_running = true;
-            stats.chain = chain.stats();
-            stats.chain_budget_exhaustions = chain.budget_exhaustions();
+        let (running, chain, exhaustions) = self.mcu.chain_summary();
+        let mut stats = self.lock_stats();
+        stats.chain_running = running;
+        if chain != ChainStats::default() || running {
+            stats.chain = chain;
+            stats.chain_budget_exhaustions = exhaustions;
         }
     }
 
-    /// A due release of the resident chain: run its job and send the result to the endpoint
-    /// that last wrote to the channel, if Linux is attached and has a free buffer right now. A
-    /// result is never queued: a late result is worth less than the next one, and the MCU
-    /// must not wait on Linux.
-    fn release_chain(&mut self) -> Result<(), BoardError> {
-        let Some(chain) = self.chain.as_mut() else {
-            return Ok(());
+    /// Points the chain timer at the earliest instant a running chain needs the loop.
+    fn arm_chain_wake(&self) -> Result<(), BoardError> {
+        let armed = match self.mcu.chains_next_due() {
+            Some(at) => self.chain_wake.set(
+                Expiration::OneShot(at),
+                TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+            ),
+            None => self.chain_wake.unset(),
         };
-        let mut out = [0u8; MAX_CHAIN_RESPONSE_LEN];
-        let len = match chain.release(&mut out) {
-            Ok(Some(len)) => len,
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                log::error!("mcu: {e}; the chain stops");
-                self.stop_chain();
-                return Ok(());
-            }
-        };
+        armed.map_err(|source| BoardError::Sys {
+            what: "arming the chain timer",
+            source,
+        })
+    }
+
+    /// The chains' due releases: each job's result goes to the endpoint that last wrote to
+    /// the channel, if Linux is attached and has a free buffer right now. A result is never
+    /// queued: a late result is worth less than the next one, and the MCU must not wait on
+    /// Linux.
+    fn release_chains(&mut self) -> Result<(), BoardError> {
         let live = self.live_attach()?;
-        let mut accepted = false;
+        let mut interrupt = false;
         let mut failed = None;
-        if let Some(session) = self.session.as_mut() {
+        let mut session = self.session.as_mut();
+        let mut send = |frame: &[u8]| -> bool {
+            let Some(session) = session.as_deref_mut() else {
+                return false;
+            };
             let dest = session
                 .chain_dest
                 .filter(|_| live == Some(session.attach_count) && session.outbox.is_empty());
-            if let Some(dst) = dest {
-                match session.device.send(CHANNEL_ADDR, dst, &out[..len]) {
-                    Ok(Sent::Delivered { interrupt }) => {
-                        accepted = true;
-                        if interrupt {
-                            self.guest.notify(VECTOR_VRING);
-                        }
-                    }
-                    Ok(Sent::NoBuffer) => {}
-                    Err(e) => failed = Some(e),
+            let Some(dst) = dest.filter(|_| failed.is_none()) else {
+                return false;
+            };
+            match session.device.send(CHANNEL_ADDR, dst, frame) {
+                Ok(Sent::Delivered { interrupt: wanted }) => {
+                    interrupt |= wanted;
+                    true
+                }
+                Ok(Sent::NoBuffer) => false,
+                Err(e) => {
+                    failed = Some(e);
+                    false
                 }
             }
-        }
-        if let Some(chain) = self.chain.as_mut() {
-            chain.sent(accepted);
+        };
+        self.mcu.release_chains(&mut send);
+        if interrupt {
+            self.guest.notify(VECTOR_VRING);
         }
         self.publish_chain_stats();
         if let Some(e) = failed {

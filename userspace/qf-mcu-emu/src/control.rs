@@ -189,12 +189,17 @@ impl ControlServer {
                 template,
                 budget_us,
             } => {
-                let Some(board) = &self.board else {
+                if self.board.is_none() {
                     return "error: chain: needs the rpmsg board (--ivshmem-socket)".to_string();
+                }
+                let plan = match ChainPlan::new(&template, period_us) {
+                    Ok(plan) => plan.with_budget(budget_us),
+                    Err(e) => return format!("error: chain: {e}"),
                 };
-                match ChainPlan::new(&template, period_us).and_then(|p| p.with_budget(budget_us)) {
-                    Ok(plan) => board.send(Command::ChainStart(Box::new(plan))),
-                    Err(e) => return format!("error: {e}"),
+                // Installed and started here, through the table the control frames use, so a
+                // refusal is answered with its reason.
+                if let Err(e) = self.mcu.chain_ctl_start(&plan) {
+                    return format!("error: chain: {e}");
                 }
             }
             Request::ChainStop => match &self.board {

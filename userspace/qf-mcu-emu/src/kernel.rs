@@ -2,8 +2,9 @@
 //! thread of a resident chain: what the Zephyr port does with kernel timeouts and `k_sleep`,
 //! done here with one one-shot `timerfd` on the MCU clock.
 //!
-//! The chain is the only `qf-sched` thread of the emulated MCU and its jobs run to completion in
-//! the board loop, so the interface comes down to two instants: when the thread may run again
+//! Each chain thread of the MCU's one `qf-sched` scheduler has its own `McuKernel` (the scheduler
+//! calls a thread's kernel only for that thread), and jobs run to completion in the board loop,
+//! so the interface comes down to two instants per thread: when the thread may run again
 //! (its next activation, from `suspend_until`) and when its scheduler timer is due (the
 //! deadline-miss check or the budget exhaustion, from `timer_arm`). The timerfd is kept at the
 //! earlier of the two. Deadlines and rescheduling have nothing to order or pick between: the
@@ -111,22 +112,25 @@ impl McuKernel {
         self.timer_at
     }
 
-    /// Points the timerfd at the earlier of the two instants (disarms it if neither is set).
-    /// An instant already past fires at once.
-    pub fn arm(&self) -> nix::Result<()> {
+    /// The earlier of the two instants as a `CLOCK_MONOTONIC` time (`None`: neither is set),
+    /// so a board loop can wait for the earliest of several chains' kernels.
+    pub fn due(&self) -> Option<TimeSpec> {
         let earliest = match (self.runnable_at, self.timer_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        match earliest {
-            Some(at) => {
-                let at =
-                    self.origin + TimeSpec::from_duration(std::time::Duration::from_micros(at));
-                self.timer.set(
-                    Expiration::OneShot(at),
-                    TimerSetTimeFlags::TFD_TIMER_ABSTIME,
-                )
-            }
+        earliest
+            .map(|at| self.origin + TimeSpec::from_duration(std::time::Duration::from_micros(at)))
+    }
+
+    /// Points the timerfd at the earlier of the two instants (disarms it if neither is set).
+    /// An instant already past fires at once.
+    pub fn arm(&self) -> nix::Result<()> {
+        match self.due() {
+            Some(at) => self.timer.set(
+                Expiration::OneShot(at),
+                TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+            ),
             None => self.timer.unset(),
         }
     }
@@ -138,7 +142,7 @@ fn duration_ns(t: TimeSpec) -> u64 {
     u64::try_from(ns).unwrap_or(0)
 }
 
-// One thread: the scheduler has a single slot, so every `ThreadId` it passes is the chain's.
+// One kernel per chain thread: the scheduler only calls it for that thread's `ThreadId`.
 impl Kernel for McuKernel {
     fn now(&self) -> u64 {
         self.now

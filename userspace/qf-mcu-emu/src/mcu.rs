@@ -6,11 +6,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use qf_abi::{Status, MAX_FRAME_LEN};
-use qf_tasks::{serve, Replay};
+use nix::sys::time::TimeSpec;
+use qf_abi::{AbiError, Status, MAX_FRAME_LEN};
+use qf_chain::{serve_with_chains, ChainStats, ChainTable};
+
+use qf_tasks::Replay;
 
 use crate::compute::ComputeModel;
 use crate::faults::{Faults, Verdict};
+use crate::resident::{ChainPlan, McuChains};
 
 /// Counters of the frame service.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -32,12 +36,19 @@ pub struct McuStats {
 struct State {
     replay: Replay,
     stats: McuStats,
+    /// The installed resident chains and their threads (RAM: a crash loses them).
+    chains: ChainTable,
+    executor: McuChains,
 }
 
 /// One emulated MCU: its replay windows (RAM that a restart wipes), its fault knobs and
 /// whether it is crashed.
+/// Wakes the loop that releases the chains.
+pub type ChainWaker = Box<dyn Fn() + Send + Sync>;
+
 pub struct Mcu {
     state: Mutex<State>,
+    chain_waker: Mutex<Option<ChainWaker>>,
     faults: Faults,
     crashed: AtomicBool,
     origin: Instant,
@@ -59,7 +70,10 @@ impl Mcu {
             state: Mutex::new(State {
                 replay: Replay::new(),
                 stats: McuStats::default(),
+                chains: ChainTable::new(),
+                executor: McuChains::new(ComputeModel::Host),
             }),
+            chain_waker: Mutex::new(None),
             faults,
             crashed: AtomicBool::new(false),
             origin: Instant::now(),
@@ -70,6 +84,7 @@ impl Mcu {
     /// The same MCU computing at the speed `compute` models.
     pub fn with_compute(mut self, compute: ComputeModel) -> Mcu {
         self.compute = compute;
+        self.lock().executor = McuChains::new(compute);
         self
     }
 
@@ -88,9 +103,79 @@ impl Mcu {
         self.lock().stats
     }
 
-    /// Stops answering on every transport (the `crash` command).
+    /// Stops answering on every transport (the `crash` command). The chains live in the MCU's
+    /// RAM: they are gone, and must be installed again after the restart.
     pub fn crash(&self) {
         self.crashed.store(true, Ordering::SeqCst);
+        let state = &mut *self.lock();
+        state.chains.clear(&mut state.executor);
+    }
+
+    /// Declares that a board loop releases the chains ([`Self::release_chains`]), and how to
+    /// wake it when a control frame from any transport changed them; without one, starting a
+    /// chain is refused.
+    pub fn set_chains_released(&self, wake: ChainWaker) {
+        self.lock().executor.set_released(true);
+        *self.chain_waker.lock().unwrap_or_else(|p| p.into_inner()) = Some(wake);
+    }
+
+    fn wake_chains(&self) {
+        if let Some(wake) = &*self.chain_waker.lock().unwrap_or_else(|p| p.into_inner()) {
+            wake();
+        }
+    }
+
+    /// The earliest instant a running chain needs the board loop (`CLOCK_MONOTONIC`).
+    pub fn chains_next_due(&self) -> Option<TimeSpec> {
+        self.lock().executor.next_due()
+    }
+
+    /// Runs the due jobs of every running chain, handing each result to `send` (true: the
+    /// transport took it). Nothing runs while the MCU is down.
+    pub fn release_chains(&self, send: &mut dyn FnMut(&[u8]) -> bool) {
+        if self.is_crashed() {
+            return;
+        }
+        let state = &mut *self.lock();
+        for (slot, chain, counters) in state.executor.release_due(send) {
+            state.chains.ended(slot, chain, counters);
+        }
+    }
+
+    /// `ctl chain start`: replaces the chain of the plan's id by a new one, installed and
+    /// started through the same table as the control frames.
+    pub fn chain_ctl_start(&self, plan: &ChainPlan) -> Result<(), AbiError> {
+        if self.is_crashed() {
+            return Err(AbiError {
+                status: Status::ExecutionError,
+                offset: 0,
+                field: "the MCU is down",
+                problem: qf_abi::Problem::InvalidValue,
+            });
+        }
+        let state = &mut *self.lock();
+        let install = plan.install();
+        let _ = state.chains.remove(install.chain_id, &mut state.executor);
+        state.chains.install(install, &mut state.executor)?;
+        let started = state.chains.start(install.chain_id, &mut state.executor);
+        if started.is_err() {
+            let _ = state.chains.remove(install.chain_id, &mut state.executor);
+        }
+        self.wake_chains();
+        started
+    }
+
+    /// `ctl chain stop`: stops and removes every chain.
+    pub fn chain_ctl_stop(&self) {
+        let state = &mut *self.lock();
+        state.chains.clear(&mut state.executor);
+    }
+
+    /// Whether a chain runs, and the counters of the first installed one (lateness and
+    /// compute time in nanoseconds) with its budget exhaustions, for the status line.
+    pub fn chain_summary(&self) -> (bool, ChainStats, u64) {
+        let state = &*self.lock();
+        state.chains.summary(&state.executor)
     }
 
     /// Boots again with empty replay windows (the `restart` command).
@@ -116,7 +201,16 @@ impl Mcu {
         let served = {
             let mut state = self.lock();
             state.stats.requests += 1;
-            match serve(request, out, &clock, &mut state.replay) {
+            let state = &mut *state;
+            let served = serve_with_chains(
+                request,
+                out,
+                &clock,
+                &mut state.replay,
+                &mut state.chains,
+                &mut state.executor,
+            );
+            match served {
                 Ok(mut served) => {
                     if served.status == Status::Ok {
                         served.compute_ns = self.compute.stretch(served.task, served.compute_ns);
@@ -139,6 +233,9 @@ impl Mcu {
                 }
             }
         };
+        if served.status == Status::Ok && qf_chain::is_control(request) {
+            self.wake_chains();
+        }
         match self.faults.verdict() {
             Verdict::Reply { delay } => {
                 if !delay.is_zero() {

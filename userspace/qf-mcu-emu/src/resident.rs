@@ -1,46 +1,42 @@
-//! A resident chain on the emulated MCU: the QFabric paper's third way out of its negative result
-//! (Section VIII-A), a task released by an MCU timer so that only results cross to Linux.
+//! Resident chains on the emulated MCU: the QFabric paper's third way out of its negative result
+//! (Section VIII-A), tasks released by MCU timers so that only results cross to Linux.
 //!
-//! The chain runs as the Zephyr executor runs it: `qf_chain::Chain` (the chain's jobs) on a
-//! periodic `qf-sched` thread with its own CBS when it has a budget — the scheduling core the
-//! Zephyr module puts in the kernel, unchanged, behind this emulator's kernel interface
-//! ([`McuKernel`]: the MCU clock and one timerfd, not anything Linux does). Like the Zephyr chain
-//! thread, each job ends with the thread's periodic `deadline_set`, which releases the next one
-//! one period after the last release, or at once with an overrun report when the job ended
-//! later than that. The job's compute is stretched as the MCU's [`ComputeModel`] says. Jobs run
-//! to completion in the board loop, so a budget running out during a job is handled when the
-//! job ends (on the MCU the timer interrupt would do it mid-job, with the same result for a
-//! thread alone: a postponed server deadline and a full budget). Sending the result is the
-//! board's job (`board.rs`), since only the board owns the vrings.
+//! The chains are installed, started, stopped and removed by control frames
+//! ([`qf_abi::chain`]) through `qf-chain`'s table, the same code the Zephyr executor runs; this
+//! module is the emulator's [`ChainExecutor`]: one `qf-sched` scheduler for every chain thread
+//! (its admission test decides installs), and per running chain a [`Runner`], run as the Zephyr
+//! executor runs it: `qf_chain::Chain` (the chain's jobs) on a periodic thread with its own CBS
+//! when it has a budget, behind this emulator's kernel interface ([`McuKernel`]: the MCU clock
+//! and the thread's two pending instants). Like the Zephyr chain thread, each job ends with the
+//! thread's periodic `deadline_set`, which releases the next one one period after the last
+//! release, or at once with an overrun report when the job ended later than that. The job's
+//! compute is stretched as the MCU's [`ComputeModel`] says. Jobs run to completion in the board
+//! loop, so a budget running out during a job is handled when the job ends (on the MCU the timer
+//! interrupt would do it mid-job, with the same result for a thread alone: a postponed server
+//! deadline and a full budget). Sending the result is the board's job (`board.rs`), since only
+//! the board owns the vrings.
 
-use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
-use qf_abi::AbiError;
-use qf_chain::{Chain, ChainStats, MAX_CHAIN_RESPONSE_LEN};
-use qf_sched::{Scheduler, ThreadId};
+use nix::sys::time::TimeSpec;
+use qf_abi::chain::{ChainInstall, TEMPLATE_CAPACITY};
+use qf_abi::{AbiError, Problem, Status};
+use qf_chain::{
+    reserve_thread, Chain, ChainExecutor, ChainStats, ChainTiming, NoTimers, ThreadCounters,
+    MAX_CHAINS, MAX_CHAIN_RESPONSE_LEN,
+};
+use qf_sched::{Bandwidth, Callback, Kernel, Notice, Scheduler, ThreadId};
 
 use crate::compute::ComputeModel;
 use crate::kernel::McuKernel;
 
-/// Shortest period accepted: below this the host's timer and the board loop are the whole
-/// measurement.
-pub const MIN_PERIOD_US: u64 = 100;
-/// Longest period accepted (one hour).
-pub const MAX_PERIOD_US: u64 = 3_600_000_000;
+/// The chain id `qf-mcu-emu ctl chain start` installs under when its template names no
+/// contract (a template's contract id otherwise, so its results keep it).
+pub const CTL_CHAIN_ID: u32 = 1;
 
-/// The chain's thread: the only slot of the MCU's scheduler.
-const THREAD: ThreadId = ThreadId(0);
-
-/// Why a chain could not start or go on.
+/// Why a running chain could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
-    #[error("chain: period {0} us is outside {MIN_PERIOD_US}..={MAX_PERIOD_US}")]
-    Period(u64),
-    #[error("chain: budget {budget_us} us is above the period ({period_us} us)")]
-    Budget { budget_us: u64, period_us: u64 },
-    #[error("chain: template refused by the dispatcher: {0:?}")]
-    Template(AbiError),
     #[error("chain: {what}: {source}")]
     Timer {
         what: &'static str,
@@ -51,113 +47,258 @@ pub enum ChainError {
         what: &'static str,
         error: qf_sched::Error,
     },
+    #[error("chain: a job failed: {0}")]
+    Job(AbiError),
 }
 
-/// A validated chain, not yet released (it gets its timer on the board's thread).
+/// What `ctl chain start PERIOD_US TEMPLATE_HEX [BUDGET_US]` asks for, as the install frame's
+/// payload: checked by the chain table like any install.
 #[derive(Debug, Clone)]
 pub struct ChainPlan {
-    chain: Chain,
-    period_us: u64,
-    budget_us: u64,
+    install: ChainInstall,
 }
 
 impl ChainPlan {
-    /// Checks `period_us` and the request `template` (the dispatcher must serve it with status
-    /// OK, as `Chain::new` checks) without starting anything. The chain is only periodic; see
-    /// [`Self::with_budget`].
-    pub fn new(template: &[u8], period_us: u64) -> Result<ChainPlan, ChainError> {
-        if !(MIN_PERIOD_US..=MAX_PERIOD_US).contains(&period_us) {
-            return Err(ChainError::Period(period_us));
-        }
-        let period = Duration::from_micros(period_us);
-        let chain = Chain::new(template, period.as_nanos() as u64).map_err(ChainError::Template)?;
-        Ok(ChainPlan {
-            chain,
-            period_us,
-            budget_us: 0,
-        })
+    /// A chain running the request frame `template` every `period_us`, under the template's
+    /// contract id (or [`CTL_CHAIN_ID`]). Only the sizes are checked here (a template longer
+    /// than an install carries, a period beyond `u32`): the rest is the table's.
+    pub fn new(template: &[u8], period_us: u64) -> Result<ChainPlan, AbiError> {
+        let too_big = |field, value: usize, max: usize| AbiError {
+            status: Status::OutOfRange,
+            offset: 0,
+            field,
+            problem: Problem::OutOfRange {
+                value: value as u64,
+                min: 0,
+                max: max as u64,
+            },
+        };
+        let period_us = u32::try_from(period_us)
+            .map_err(|_| too_big("period_us", period_us as usize, u32::MAX as usize))?;
+        let contract = template
+            .get(24..28)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_be_bytes);
+        let chain_id = if contract == 0 {
+            CTL_CHAIN_ID
+        } else {
+            contract
+        };
+        let install = ChainInstall::new(chain_id, template, period_us, 0)
+            .ok_or_else(|| too_big("template", template.len(), TEMPLATE_CAPACITY))?;
+        Ok(ChainPlan { install })
     }
 
-    /// Gives the chain's thread a CBS with this budget per period (0: none), as
-    /// `qf_chain_config.budget` does on Zephyr. A budget above the period would ask for more
-    /// than the whole MCU.
-    pub fn with_budget(mut self, budget_us: u64) -> Result<ChainPlan, ChainError> {
-        if budget_us > self.period_us {
-            return Err(ChainError::Budget {
-                budget_us,
-                period_us: self.period_us,
-            });
-        }
-        self.budget_us = budget_us;
-        Ok(self)
+    /// Gives the chain's thread a CBS with this budget per period (0: none).
+    pub fn with_budget(mut self, budget_us: u64) -> ChainPlan {
+        self.install.budget_us = u32::try_from(budget_us).unwrap_or(u32::MAX);
+        self
+    }
+
+    /// The install it stands for.
+    pub fn install(&self) -> &ChainInstall {
+        &self.install
     }
 
     /// The period.
     pub fn period(&self) -> Duration {
-        Duration::from_micros(self.period_us)
+        Duration::from_micros(self.install.period_us.into())
     }
 
     /// The CBS budget per period (zero: no server).
     pub fn budget(&self) -> Duration {
-        Duration::from_micros(self.budget_us)
+        Duration::from_micros(self.install.budget_us.into())
     }
 }
 
-/// A running chain: its thread, the scheduler it is the only thread of, and the MCU clock.
-pub struct ResidentChain {
+/// The miss callback of every chain thread: the expiry's report is what counts, nothing to do.
+fn miss_noticed(_: &Notice) {}
+
+/// The MCU's chain threads: one `qf-sched` scheduler (admission bound: the whole CPU; time in
+/// µs) and a runner per started chain.
+pub struct McuChains {
+    sched: Scheduler<MAX_CHAINS, 0>,
+    runners: [Option<Runner>; MAX_CHAINS],
+    compute: ComputeModel,
+    /// Whether anything releases chains (the rpmsg board's loop); without it a start is refused.
+    released: bool,
+}
+
+impl McuChains {
+    /// No chain thread, admission control on with the whole CPU as its bound.
+    pub fn new(compute: ComputeModel) -> McuChains {
+        let mut sched = Scheduler::new();
+        sched.admission_bound_set(Some(Bandwidth::ONE));
+        McuChains {
+            sched,
+            runners: Default::default(),
+            compute,
+            released: false,
+        }
+    }
+
+    /// Declares that a board loop releases the chains (call [`Self::release_due`]).
+    pub fn set_released(&mut self, released: bool) {
+        self.released = released;
+    }
+
+    /// The earliest instant a running chain needs the loop (`CLOCK_MONOTONIC`).
+    pub fn next_due(&self) -> Option<TimeSpec> {
+        self.runners.iter().flatten().filter_map(Runner::due).min()
+    }
+
+    /// Runs what is due of every running chain; each job's response goes to `send`, which
+    /// says whether the transport took it. A chain whose timer or scheduler fails stops and is
+    /// returned with its slot so the table can record it.
+    pub fn release_due(
+        &mut self,
+        send: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Vec<(usize, Chain, ThreadCounters)> {
+        let mut ended = Vec::new();
+        for slot in 0..MAX_CHAINS {
+            let Some(runner) = self.runners[slot].as_mut() else {
+                continue;
+            };
+            let mut out = [0u8; MAX_CHAIN_RESPONSE_LEN];
+            match runner.release(&mut self.sched, &mut out) {
+                Ok(Some(len)) => {
+                    let accepted = send(&out[..len]);
+                    runner.chain.sent(accepted);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    log::error!("mcu: chain in slot {slot}: {e}; it stops");
+                    if let Some(runner) = self.runners[slot].take() {
+                        let counters = runner.counters();
+                        let _ = self.sched.cycle_end(&mut NoTimers, runner.thread);
+                        ended.push((slot, runner.chain, counters));
+                    }
+                }
+            }
+        }
+        ended
+    }
+
+    /// The control block of a chain thread (tests and the status line).
+    pub fn control(&self, slot: usize) -> Option<&qf_sched::ControlBlock> {
+        self.sched.thread(thread(slot))
+    }
+}
+
+fn thread(slot: usize) -> ThreadId {
+    // `slot` < MAX_CHAINS (8).
+    ThreadId(slot as u16)
+}
+
+impl ChainExecutor for McuChains {
+    fn reserve(&mut self, slot: usize, timing: &ChainTiming) -> Result<Bandwidth, qf_sched::Error> {
+        let id = thread(slot);
+        let (period, budget) = (timing.period_us.into(), timing.budget_us.into());
+        let admitted = reserve_thread(&mut self.sched, id, period, budget)?;
+        let callback = Callback {
+            func: miss_noticed,
+            arg: slot,
+        };
+        self.sched.deadline_miss_callback_set(id, Some(callback))?;
+        Ok(admitted)
+    }
+
+    fn unreserve(&mut self, slot: usize) {
+        let _ = self.sched.detach(&mut NoTimers, thread(slot));
+    }
+
+    fn start(&mut self, slot: usize, chain: Chain, timing: &ChainTiming) -> Result<(), AbiError> {
+        let refused = |what: &'static str| AbiError {
+            status: Status::ExecutionError,
+            offset: 0,
+            field: what,
+            problem: Problem::InvalidValue,
+        };
+        if !self.released {
+            return Err(refused("no board loop releases chains (--ivshmem-socket)"));
+        }
+        let runner = Runner::start(slot, chain, timing, self.compute).map_err(|e| {
+            log::error!("mcu: {e}");
+            refused("chain thread")
+        })?;
+        self.runners[slot] = Some(runner);
+        Ok(())
+    }
+
+    fn stop(&mut self, slot: usize) -> Option<(Chain, ThreadCounters)> {
+        let mut runner = self.runners.get_mut(slot)?.take()?;
+        let counters = runner.counters();
+        // The thread ends: its cycle closes and its timer is cancelled.
+        let _ = self.sched.cycle_end(&mut runner.kernel, runner.thread);
+        Some((runner.chain, counters))
+    }
+
+    fn running(&self, slot: usize) -> Option<(ChainStats, ThreadCounters)> {
+        let runner = self.runners.get(slot)?.as_ref()?;
+        Some((runner.chain.stats(), runner.counters()))
+    }
+
+    fn bandwidth(&self) -> (Bandwidth, Option<Bandwidth>) {
+        (self.sched.admitted_total(), self.sched.admission_bound())
+    }
+}
+
+/// A running chain: its job state, its thread's kernel (MCU clock and pending instants).
+pub struct Runner {
     chain: Chain,
-    sched: Scheduler<1, 0>,
+    thread: ThreadId,
     kernel: McuKernel,
-    period_us: u64,
+    deadline_us: u64,
+    /// The first cycle starts at the first release (after the start delay).
+    cycle_started: bool,
     /// The last `deadline_set` reported an overrun: the job it released started at once.
     overrun: bool,
-    /// Times the CBS budget ran out during a job (B_ROUT: deadline postponed, budget refilled).
-    budget_exhaustions: u64,
+    counters: ThreadCounters,
     compute: ComputeModel,
 }
 
-impl ResidentChain {
-    /// Starts the chain's thread: its first `deadline_set` starts the first cycle now, so the
-    /// first job runs at once (as on Zephyr), the next ones a period apart.
-    pub fn start(plan: ChainPlan, compute: ComputeModel) -> Result<ResidentChain, ChainError> {
-        let kernel = McuKernel::new().map_err(|source| ChainError::Timer {
+impl Runner {
+    /// Starts the chain's thread: its first release is after the start delay (at once with
+    /// none, as on Zephyr), the next ones a period apart.
+    fn start(
+        slot: usize,
+        chain: Chain,
+        timing: &ChainTiming,
+        compute: ComputeModel,
+    ) -> Result<Runner, ChainError> {
+        let mut kernel = McuKernel::new().map_err(|source| ChainError::Timer {
             what: "creating the timer",
             source,
         })?;
-        let mut sched = Scheduler::new();
-        let configure = |sched: &mut Scheduler<1, 0>| -> Result<(), qf_sched::Error> {
-            sched.attach(THREAD)?;
-            sched.period_set(THREAD, plan.period_us)?;
-            sched.cbs_budget_set(THREAD, plan.budget_us)
-        };
-        configure(&mut sched).map_err(|error| ChainError::Scheduler {
-            what: "the chain's thread",
-            error,
-        })?;
-        let mut chain = ResidentChain {
-            chain: plan.chain,
-            sched,
+        let now = kernel.enter();
+        kernel.suspend_until(thread(slot), now + u64::from(timing.start_delay_us));
+        let runner = Runner {
+            chain,
+            thread: thread(slot),
             kernel,
-            period_us: plan.period_us,
+            deadline_us: timing.deadline_us.into(),
+            cycle_started: false,
             overrun: false,
-            budget_exhaustions: 0,
+            counters: ThreadCounters::default(),
             compute,
         };
-        chain.kernel.enter();
-        chain.next_cycle()?;
-        Ok(chain)
+        runner.arm()?;
+        Ok(runner)
     }
 
-    /// Readable when the thread's next release or its scheduler timer is due.
-    pub fn timer_fd(&self) -> BorrowedFd<'_> {
-        self.kernel.timer_fd()
+    fn due(&self) -> Option<TimeSpec> {
+        self.kernel.due()
+    }
+
+    fn counters(&self) -> ThreadCounters {
+        self.counters
     }
 
     /// Handles what is due on the MCU clock: the scheduler's timer, then a release, whose job
-    /// leaves its response frame in `out`. `None` if no job was due (the timer only, or a
-    /// spurious wake-up).
-    pub fn release(
+    /// leaves its response frame in `out`. `None` if no job was due.
+    fn release(
         &mut self,
+        sched: &mut Scheduler<MAX_CHAINS, 0>,
         out: &mut [u8; MAX_CHAIN_RESPONSE_LEN],
     ) -> Result<Option<usize>, ChainError> {
         self.kernel
@@ -166,34 +307,38 @@ impl ResidentChain {
                 what: "reading the timer",
                 source,
             })?;
-        self.expire_due_timers()?;
+        self.expire_due_timers(sched)?;
         if !self.kernel.take_runnable() {
             self.arm()?;
             return Ok(None);
         }
-        self.scheduler("the switch in", |sched, kernel| {
-            sched.switched_in(kernel, THREAD)
-        })?;
+        if !self.cycle_started {
+            // The first cycle starts at the first release.
+            self.cycle_started = true;
+            self.call(sched, "the first deadline_set", |s, k, t, rel| {
+                s.deadline_set(k, t, rel)
+            })?;
+        }
+        self.call(sched, "the switch in", |s, k, t, _| s.switched_in(k, t))?;
         let kernel = &self.kernel;
         let clock = move || kernel.clock_ns();
         // Only an output shorter than a header fails, and `out` holds a whole response.
         let job = self
             .chain
             .job(clock(), self.overrun, &clock, out)
-            .map_err(ChainError::Template)?;
+            .map_err(ChainError::Job)?;
         // The MCU is busy for its whole compute time (the chain's counters keep the host's).
         self.compute.stretch(job.served.task, job.served.compute_ns);
         // A budget that ran out during the job: B_ROUT, before the job's cycle ends.
-        self.expire_due_timers()?;
-        self.next_cycle()?;
+        self.expire_due_timers(sched)?;
+        self.next_cycle(sched)?;
         Ok(Some(job.served.len))
     }
 
     /// Ends the thread's cycle with its periodic `deadline_set` (which sets the next
     /// activation, or starts the next cycle at once and reports an overrun) and lets it wait.
-    fn next_cycle(&mut self) -> Result<(), ChainError> {
-        let period = self.period_us;
-        let status = self.sched.deadline_set(&mut self.kernel, THREAD, period);
+    fn next_cycle(&mut self, sched: &mut Scheduler<MAX_CHAINS, 0>) -> Result<(), ChainError> {
+        let status = sched.deadline_set(&mut self.kernel, self.thread, self.deadline_us);
         self.overrun = match status {
             Ok(()) => false,
             Err(qf_sched::Error::PeriodOverrun { .. }) => true,
@@ -205,9 +350,7 @@ impl ResidentChain {
             }
         };
         self.kernel.runnable_now_unless_suspended();
-        self.scheduler("the switch out", |sched, kernel| {
-            sched.switched_out(kernel, THREAD)
-        })?;
+        self.call(sched, "the switch out", |s, k, t, _| s.switched_out(k, t))?;
         self.arm()
     }
 
@@ -215,16 +358,23 @@ impl ResidentChain {
     /// exhaustion), each at the instant it was due, then reads the clock again: a job three
     /// budgets long runs its budget out three times, as the MCU's timer interrupt would have
     /// interrupted it.
-    fn expire_due_timers(&mut self) -> Result<(), ChainError> {
+    fn expire_due_timers(
+        &mut self,
+        sched: &mut Scheduler<MAX_CHAINS, 0>,
+    ) -> Result<(), ChainError> {
         let now = self.kernel.enter();
         while let Some(at) = self.kernel.take_timer_due_by(now) {
-            let deadline = self.deadline();
-            self.scheduler("the timer expiry", |sched, kernel| {
-                sched.timer_expired(kernel, THREAD).map(drop)
-            })?;
+            let deadline = sched.thread(self.thread).map(|b| b.deadline());
+            let expiry = sched
+                .timer_expired(&mut self.kernel, self.thread)
+                .map_err(|error| ChainError::Scheduler {
+                    what: "the timer expiry",
+                    error,
+                })?;
+            self.counters.deadline_misses += u64::from(expiry.deadline_missed);
             // Only an exhaustion moves the deadline of a thread alone (B_ROUT postpones it).
-            if self.deadline() != deadline {
-                self.budget_exhaustions += 1;
+            if sched.thread(self.thread).map(|b| b.deadline()) != deadline {
+                self.counters.budget_exhaustions += 1;
             }
             // A timer re-armed for no later than it fired would never let this loop end; the
             // board loop's next wake-up takes it instead (qf-sched never does this: a refilled
@@ -237,17 +387,18 @@ impl ResidentChain {
         Ok(())
     }
 
-    /// The thread's absolute deadline, as its control block keeps it.
-    fn deadline(&self) -> Option<u64> {
-        self.control().map(qf_sched::ControlBlock::deadline)
-    }
-
-    fn scheduler(
+    fn call(
         &mut self,
+        sched: &mut Scheduler<MAX_CHAINS, 0>,
         what: &'static str,
-        call: impl FnOnce(&mut Scheduler<1, 0>, &mut McuKernel) -> Result<(), qf_sched::Error>,
+        call: impl FnOnce(
+            &mut Scheduler<MAX_CHAINS, 0>,
+            &mut McuKernel,
+            ThreadId,
+            u64,
+        ) -> Result<(), qf_sched::Error>,
     ) -> Result<(), ChainError> {
-        call(&mut self.sched, &mut self.kernel)
+        call(sched, &mut self.kernel, self.thread, self.deadline_us)
             .map_err(|error| ChainError::Scheduler { what, error })
     }
 
@@ -257,82 +408,49 @@ impl ResidentChain {
             source,
         })
     }
-
-    /// Records whether the transport took the last result.
-    pub fn sent(&mut self, accepted: bool) {
-        self.chain.sent(accepted);
-    }
-
-    /// Counters so far (lateness and compute time in nanoseconds).
-    pub fn stats(&self) -> ChainStats {
-        self.chain.stats()
-    }
-
-    /// Times the CBS budget ran out during a job.
-    pub fn budget_exhaustions(&self) -> u64 {
-        self.budget_exhaustions
-    }
-
-    /// The thread's control block as `qf-sched` keeps it (server budget and deadline, release).
-    pub fn control(&self) -> Option<&qf_sched::ControlBlock> {
-        self.sched.thread(THREAD)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use qf_abi::{encode_frame, Header, MAX_FRAME_LEN};
+    use qf_chain::ChainTable;
     use qf_tasks::{AddRequest, FirRequest, Task};
 
-    fn add_template(id: u64) -> Vec<u8> {
+    fn template<T: serde::Serialize>(task: Task, id: u64, request: &T) -> Vec<u8> {
         let mut frame = [0u8; MAX_FRAME_LEN];
-        let header = Header::request(Task::Add.id(), Task::Add.effect(), id, 1);
-        let len = encode_frame(&header, &AddRequest { a: 2, b: 3 }, &mut frame).unwrap();
+        let header = Header::request(task.id(), task.effect(), id, 1);
+        let len = encode_frame(&header, request, &mut frame).unwrap();
         frame[..len].to_vec()
     }
 
-    #[test]
-    fn periods_outside_the_range_and_bad_templates_are_refused_with_the_reason() {
-        let template = add_template(1 << 32);
-        assert!(matches!(
-            ChainPlan::new(&template, MIN_PERIOD_US - 1),
-            Err(ChainError::Period(99))
-        ));
-        assert!(ChainPlan::new(&template, MAX_PERIOD_US + 1).is_err());
-        let mut truncated = template.clone();
-        truncated.pop();
-        let e = ChainPlan::new(&truncated, 1000).unwrap_err();
-        assert!(e.to_string().contains("template refused"), "{e}");
-        assert_eq!(
-            ChainPlan::new(&template, 1000).unwrap().period(),
-            Duration::from_millis(1)
-        );
+    /// An MCU's chains with one chain installed from `plan` and started.
+    fn started(plan: &ChainPlan, compute: ComputeModel) -> (ChainTable, McuChains) {
+        let mut table = ChainTable::new();
+        let mut chains = McuChains::new(compute);
+        chains.set_released(true);
+        table.install(plan.install(), &mut chains).unwrap();
+        table.start(plan.install().chain_id, &mut chains).unwrap();
+        (table, chains)
     }
 
-    fn fir_x64_template(id: u64) -> Vec<u8> {
-        let mut frame = [0u8; MAX_FRAME_LEN];
-        let header = Header::request(Task::FirX64.id(), Task::FirX64.effect(), id, 1);
-        let request = FirRequest { samples: [100; 32] };
-        let len = encode_frame(&header, &request, &mut frame).unwrap();
-        frame[..len].to_vec()
-    }
-
-    /// Waits (at most 2 s) for the chain's next job and returns its invocation id.
-    fn next_job(chain: &mut ResidentChain) -> u64 {
-        let mut out = [0u8; MAX_CHAIN_RESPONSE_LEN];
+    /// Waits (at most 2 s) for the next job and returns its invocation id.
+    fn next_job(chains: &mut McuChains) -> u64 {
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
         while std::time::Instant::now() < deadline {
-            let mut fds = [nix::poll::PollFd::new(
-                chain.timer_fd(),
-                nix::poll::PollFlags::POLLIN,
-            )];
-            nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(100u8)).unwrap();
-            if let Some(len) = chain.release(&mut out).unwrap() {
-                return qf_abi::decode_frame(&out[..len])
-                    .unwrap()
-                    .header
-                    .invocation_id;
+            if let Some(due) = chains.next_due() {
+                let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+                if due > now {
+                    std::thread::sleep(Duration::from(due - now));
+                }
+            }
+            let mut id = None;
+            chains.release_due(&mut |frame: &[u8]| {
+                id = Some(qf_abi::decode_frame(frame).unwrap().header.invocation_id);
+                true
+            });
+            if let Some(id) = id {
+                return id;
             }
         }
         panic!("no job within 2 s");
@@ -340,68 +458,74 @@ mod tests {
 
     #[test]
     fn the_first_job_runs_at_the_start_then_one_job_per_period_with_the_next_invocation_id() {
-        let plan = ChainPlan::new(&add_template(7 << 32), 2000).unwrap();
-        let mut chain = ResidentChain::start(plan, ComputeModel::Host).unwrap();
-        let first = chain.control().unwrap().release();
-        assert!(first < 1000, "released at the start: {first} µs");
-        let ids: Vec<u64> = (0..3).map(|_| next_job(&mut chain)).collect();
+        // 20 ms: a loaded host does not make a job a period late (an overrun re-anchors).
+        let add = template(Task::Add, 7 << 32, &AddRequest { a: 2, b: 3 });
+        let plan = ChainPlan::new(&add, 20_000).unwrap();
+        let (table, mut chains) = started(&plan, ComputeModel::Host);
+        let ids: Vec<u64> = (0..3).map(|_| next_job(&mut chains)).collect();
         assert_eq!(ids, [7 << 32, (7 << 32) + 1, (7 << 32) + 2]);
+        let first = chains.control(0).unwrap().release() - 3 * 20_000;
         // Each job ended with qf-sched's periodic deadline_set, which set the next cycle's
-        // release one period on: the third set the fourth's.
-        assert_eq!(chain.control().unwrap().release(), first + 3 * 2000);
-        assert_eq!(chain.stats().releases, 3);
-        assert_eq!(chain.stats().results, 3);
-        assert_eq!(chain.stats().overruns, 0);
-        assert_eq!(chain.budget_exhaustions(), 0, "no budget, no server");
-        chain.sent(true);
-        chain.sent(false);
-        assert_eq!((chain.stats().sent, chain.stats().send_failures), (1, 1));
+        // release one period on.
+        assert!(first < 1000, "released at the start: {first} µs");
+        let status = table.status(CTL_CHAIN_ID, &chains).unwrap();
+        assert_eq!(
+            (status.releases, status.results, status.overruns),
+            (3, 3, 0)
+        );
+        assert_eq!((status.budget_exhaustions, status.not_delivered), (0, 0));
     }
 
     #[test]
     fn a_job_longer_than_the_period_starts_the_next_at_once_as_an_overrun() {
         // FIR×64 takes the paper's M33 3.2 ms, three times the period.
-        let plan = ChainPlan::new(&fir_x64_template(1 << 32), 1000).unwrap();
-        let mut chain = ResidentChain::start(plan, ComputeModel::PaperM33).unwrap();
+        let request = FirRequest { samples: [100; 32] };
+        let plan = ChainPlan::new(&template(Task::FirX64, 1 << 32, &request), 1000).unwrap();
+        let (table, mut chains) = started(&plan, ComputeModel::PaperM33);
         for _ in 0..3 {
-            next_job(&mut chain);
+            next_job(&mut chains);
         }
-        let stats = chain.stats();
-        assert_eq!(stats.releases, 3);
-        assert_eq!(stats.overruns, 2, "every job after the first: {stats:?}");
+        let status = table.status(CTL_CHAIN_ID, &chains).unwrap();
+        assert_eq!(status.releases, 3);
+        assert_eq!(status.overruns, 2, "every job after the first: {status:?}");
     }
 
     #[test]
     fn a_job_three_budgets_long_runs_its_budget_out_three_times_and_postpones_the_server_deadline()
     {
-        // 3.2 ms of FIR×64 against a 1 ms budget per 20 ms period: on the MCU the budget timer
+        // 3.2 ms of FIR×64 against a 1 ms budget per 100 ms period: on the MCU the budget timer
         // fires at 1, 2 and 3 ms into the job, each time postponing the server deadline by a
         // period (B_ROUT); a host slower than the model only adds exhaustions.
-        let plan = ChainPlan::new(&fir_x64_template(1 << 32), 20_000)
+        let request = FirRequest { samples: [100; 32] };
+        let plan = ChainPlan::new(&template(Task::FirX64, 1 << 32, &request), 100_000)
             .unwrap()
-            .with_budget(1000)
-            .unwrap();
-        let mut chain = ResidentChain::start(plan, ComputeModel::PaperM33).unwrap();
-        let first = chain.control().unwrap().release();
-        next_job(&mut chain);
-        let exhausted = chain.budget_exhaustions();
+            .with_budget(1000);
+        let (table, mut chains) = started(&plan, ComputeModel::PaperM33);
+        next_job(&mut chains);
+        let status = table.status(CTL_CHAIN_ID, &chains).unwrap();
+        let exhausted = status.budget_exhaustions;
         assert!(exhausted >= 3, "{exhausted} exhaustions");
-        let control = chain.control().unwrap();
-        // The next cycle is released a period after the first; the CBS arrival rule keeps the
-        // postponed deadline (too little budget left for that far a deadline).
-        assert_eq!(control.release(), first + 20_000);
-        assert_eq!(control.deadline(), first + (1 + exhausted) * 20_000);
+        let control = chains.control(0).unwrap();
+        let first = control.release() - 100_000;
+        // The CBS arrival rule keeps the postponed deadline (too little budget left for that
+        // far a deadline).
+        assert_eq!(control.deadline(), first + (1 + exhausted) * 100_000);
         assert_eq!(control.budget_max(), 1000);
         assert!(control.budget() < 1000, "{}", control.budget());
     }
 
     #[test]
-    fn a_budget_above_the_period_is_refused_naming_both() {
-        let plan = ChainPlan::new(&add_template(1 << 32), 1000).unwrap();
-        let e = plan.with_budget(1001).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "chain: budget 1001 us is above the period (1000 us)"
-        );
+    fn without_a_board_loop_a_start_is_refused_and_nothing_changes() {
+        let plan = ChainPlan::new(&template(Task::Add, 1, &AddRequest { a: 2, b: 3 }), 1000)
+            .unwrap()
+            .with_budget(100);
+        let mut table = ChainTable::new();
+        let mut chains = McuChains::new(ComputeModel::Host);
+        table.install(plan.install(), &mut chains).unwrap();
+        let e = table.start(CTL_CHAIN_ID, &mut chains).unwrap_err();
+        assert_eq!(e.status, Status::ExecutionError);
+        let status = table.status(CTL_CHAIN_ID, &chains).unwrap();
+        assert_eq!(status.state, qf_abi::chain::ChainState::Installed.code());
+        assert_eq!(chains.next_due(), None);
     }
 }

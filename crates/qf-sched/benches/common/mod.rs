@@ -2,7 +2,7 @@
 //! scheduler with one periodic CBS thread in the state each hook meets on its hot path.
 #![allow(dead_code)]
 
-use qf_sched::{Kernel, Scheduler, ThreadId};
+use qf_sched::{Bandwidth, Kernel, Scheduler, ThreadId};
 
 pub const THREAD: ThreadId = ThreadId(1);
 /// CBS budget Q and server period T (= relative deadline) of the benchmarked thread.
@@ -52,7 +52,20 @@ pub fn running_cbs_thread() -> (BenchScheduler, StoreKernel) {
 
 /// [`running_cbs_thread`] with an event ring of `EVENTS` entries (0: tracing compiled out).
 pub fn running_cbs_thread_with<const EVENTS: usize>() -> (Scheduler<8, EVENTS>, StoreKernel) {
+    configured_cbs_thread(Scheduler::<8, EVENTS>::new())
+}
+
+/// [`running_cbs_thread_with`] with admission control on (bound: one CPU), so every reservation
+/// change is tested against the admitted total.
+pub fn admitted_cbs_thread_with<const EVENTS: usize>() -> (Scheduler<8, EVENTS>, StoreKernel) {
     let mut sched = Scheduler::<8, EVENTS>::new();
+    sched.admission_bound_set(Some(Bandwidth::ONE));
+    configured_cbs_thread(sched)
+}
+
+fn configured_cbs_thread<const EVENTS: usize>(
+    mut sched: Scheduler<8, EVENTS>,
+) -> (Scheduler<8, EVENTS>, StoreKernel) {
     let mut kernel = StoreKernel::default();
     let _ = sched.attach(THREAD);
     let _ = sched.period_set(THREAD, PERIOD);
