@@ -226,6 +226,21 @@ impl Vdev {
         out
     }
 
+    /// The rpmsg vdev a remote declares: `VIRTIO_ID_RPMSG`, two vrings (rx, tx), the name
+    /// service offered (`VIRTIO_RPMSG_F_NS`); Linux fills in `gfeatures` and `status`.
+    pub const fn rpmsg() -> Vdev {
+        Vdev {
+            id: VIRTIO_ID_RPMSG,
+            notifyid: 0,
+            dfeatures: 1 << VIRTIO_RPMSG_F_NS,
+            gfeatures: 0,
+            config_len: 0,
+            status: 0,
+            num_of_vrings: 2,
+            reserved: [0, 0],
+        }
+    }
+
     /// Offset of vring `i` from the start of the vdev structure.
     pub const fn vring_offset(i: usize) -> usize {
         Self::SIZE + i * Vring::SIZE
@@ -357,6 +372,9 @@ mod tests {
         };
         assert_eq!(Vring::parse(&vring.encode()), Some(vring));
         assert_eq!(Vring::parse(&vring.encode()[..Vring::SIZE - 1]), None);
+
+        let rpmsg = Vdev::rpmsg();
+        assert_eq!((rpmsg.id, rpmsg.dfeatures, rpmsg.num_of_vrings), (7, 1, 2));
 
         let header = Header {
             ver: 1,

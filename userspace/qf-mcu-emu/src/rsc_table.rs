@@ -60,16 +60,7 @@ pub fn encode() -> [u8; TABLE_LEN] {
     t[Header::OFFSETS..VDEV_ENTRY_OFFSET]
         .copy_from_slice(&(VDEV_ENTRY_OFFSET as u32).to_le_bytes());
     t[VDEV_ENTRY_OFFSET..VDEV_OFFSET].copy_from_slice(&RSC_VDEV.to_le_bytes());
-    let vdev = Vdev {
-        id: VIRTIO_ID_RPMSG,
-        notifyid: 0,
-        dfeatures: 1 << VIRTIO_RPMSG_F_NS,
-        gfeatures: 0,
-        config_len: 0,
-        status: 0,
-        num_of_vrings: 2,
-        reserved: [0, 0],
-    };
+    let vdev = Vdev::rpmsg();
     t[VDEV_OFFSET..VDEV_OFFSET + Vdev::SIZE].copy_from_slice(&vdev.encode());
     let vrings = [(VRING0_OFFSET, 0u32), (VRING1_OFFSET, 1u32)];
     for (i, (offset, notifyid)) in vrings.into_iter().enumerate() {
