@@ -80,8 +80,9 @@ defect_kinds! {
     ProgramHeadersPastEnd = "program-headers-past-end", Linux,
         "rproc_elf_sanity_check: \"Firmware size is too small\" (e_phoff > file size)";
     MalformedElf = "malformed-elf", Qfabric,
-        "the ELF's header tables do not fit the file or have the wrong entry size; Linux reads \
-         them without bounds checks beyond e_phoff/e_shoff, so it would read past the image";
+        "the ELF cannot be read: EI_VERSION is not 1, or the program or section header table \
+         does not fit the file or has the wrong entry size (Linux checks only e_phoff and one \
+         section header, then reads the tables unchecked, past the image)";
     SegmentFileszOverMemsz = "segment-filesz-over-memsz", Linux,
         "rproc_elf_load_segments: \"bad phdr filesz ... memsz\"";
     SegmentPastEnd = "segment-past-end", Linux,
