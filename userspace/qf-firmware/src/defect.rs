@@ -133,8 +133,9 @@ defect_kinds! {
         "no vdev entry with id 7 (VIRTIO_ID_RPMSG): Linux creates no rpmsg bus for the firmware, \
          so /dev/qfabricN never appears";
     RpmsgVringCount = "rpmsg-vring-count", Linux,
-        "virtio_rpmsg_bus's rpmsg_probe asks for 2 virtqueues; rp_find_vq fails with -ENOMEM for \
-         a vring the vdev does not declare";
+        "virtio_rpmsg_bus's rpmsg_probe asks for 2 virtqueues; for a vring the vdev does not \
+         declare rp_find_vq finds no vdevNvringM carve-out (-ENOMEM), or, where the platform \
+         declares one in its device tree (stm32_rproc), builds a ring of 0 entries";
     VringsAsymmetric = "vrings-asymmetric", Qfabric,
         "rpmsg_probe: WARN_ON(rx vring size != tx vring size) with a kernel backtrace, and the \
          buffer count follows the rx vring only";
