@@ -103,3 +103,61 @@ fn allowed(names: &[String]) -> Result<Vec<DefectKind>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::{image, sample_table, Layout};
+
+    fn check_args(file: PathBuf, allow: &[&str]) -> FirmwareArgs {
+        FirmwareArgs {
+            command: FirmwareCommand::Check {
+                file,
+                channels: vec![QFABRIC_CHANNEL.to_string()],
+                allow: allow.iter().map(|name| name.to_string()).collect(),
+                table: false,
+            },
+        }
+    }
+
+    #[test]
+    fn only_qfabric_rules_can_be_allowed_and_unknown_names_list_them() {
+        assert_eq!(
+            allowed(&["carveout-outside-image".to_string()]).unwrap(),
+            [DefectKind::CarveoutOutsideImage]
+        );
+        let linux = allowed(&["bad-version".to_string()])
+            .unwrap_err()
+            .to_string();
+        assert!(linux.contains("a rule of Linux's"), "{linux}");
+        let unknown = allowed(&["no-such".to_string()]).unwrap_err().to_string();
+        assert!(unknown.contains("no such defect"), "{unknown}");
+        assert!(unknown.contains("missing-ns-feature"), "{unknown}");
+        assert!(!unknown.contains("bad-version"), "{unknown}");
+    }
+
+    #[test]
+    fn run_accepts_a_good_image_and_names_the_file_it_refuses_or_cannot_read() {
+        let dir = std::env::temp_dir().join(format!("qf-firmware-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.elf");
+        let built = image(&sample_table(), &Layout::default()).unwrap();
+        std::fs::write(&good, &built.bytes).unwrap();
+        run(&check_args(good, &[])).unwrap();
+
+        let bad = dir.join("bad.elf");
+        let mut bytes = built.bytes.clone();
+        bytes[built.table_at as usize] = 2; // ver 2
+        std::fs::write(&bad, &bytes).unwrap();
+        let refused = run(&check_args(bad.clone(), &[])).unwrap_err().to_string();
+        assert_eq!(
+            refused,
+            format!("{}: refused with 1 defect(s)", bad.display())
+        );
+
+        let missing = dir.join("missing.elf");
+        let error = format!("{:#}", run(&check_args(missing.clone(), &[])).unwrap_err());
+        assert!(error.contains(&missing.display().to_string()), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
