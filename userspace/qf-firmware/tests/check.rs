@@ -559,3 +559,19 @@ fn every_defect_kind_has_a_unique_name_and_a_reason() {
         .iter()
         .any(|kind| kind.rule() == Rule::Linux));
 }
+
+#[test]
+fn the_documentation_lists_every_defect_with_its_rule() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/firmware-check.md"
+    ))
+    .unwrap();
+    for kind in DefectKind::ALL {
+        let row = format!("| `{}` | {} |", kind.name(), kind.rule());
+        assert!(
+            doc.contains(&row),
+            "docs/firmware-check.md lacks the row {row}"
+        );
+    }
+}
