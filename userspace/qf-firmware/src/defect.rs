@@ -113,6 +113,9 @@ defect_kinds! {
     EntryTruncated = "entry-truncated", Linux,
         "rproc_handle_carveout / _devmem / _trace / _vdev: \"... rsc is truncated\" (the entry, \
          with a vdev's vrings and config space, runs past the end of the section)";
+    DuplicateCarveoutName = "duplicate-carveout-name", Linux,
+        "rproc_handle_carveout: \"Carveout already associated to resource table\", -ENOMEM (it \
+         looks carve-outs up by name, compared on their first 31 bytes)";
     EntriesOverlap = "entries-overlap", Qfabric,
         "two entries, or an entry and the table header, share bytes; Linux does not check, and \
          writes vring addresses and features into whichever entry comes last";

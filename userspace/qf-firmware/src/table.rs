@@ -3,9 +3,9 @@
 //! (entry overlaps, the rpmsg vdev, addresses inside the image).
 
 use qf_resource_table::{
-    read_u32, Header, Region, Trace, Vdev, Vring, ENTRY_HEADER_LEN, FW_RSC_ADDR_ANY, RSC_CARVEOUT,
-    RSC_DEVMEM, RSC_TRACE, RSC_VDEV, RSC_VENDOR_END, RSC_VENDOR_START, VERSION, VIRTIO_ID_RPMSG,
-    VIRTIO_RPMSG_F_NS,
+    read_u32, Header, Region, Trace, Vdev, Vring, ENTRY_HEADER_LEN, FW_RSC_ADDR_ANY, NAME_LEN,
+    RSC_CARVEOUT, RSC_DEVMEM, RSC_TRACE, RSC_VDEV, RSC_VENDOR_END, RSC_VENDOR_START, VERSION,
+    VIRTIO_ID_RPMSG, VIRTIO_RPMSG_F_NS,
 };
 
 use crate::defect::{Defect, DefectKind, Warning};
@@ -144,6 +144,7 @@ pub fn check(
             resource,
         });
     }
+    carveout_names(&entries, defects);
     overlaps(&mut extents, base, defects);
     rpmsg(&entries, base, defects);
     if let Some(segments) = memory {
@@ -345,6 +346,35 @@ fn vdev(index: usize, body: &[u8], at: u64, defects: &mut Vec<Defect>) -> (Resou
         complete: true,
     };
     (resource, need)
+}
+
+/// `rproc_handle_carveout` registers each carve-out under its name (`vsnprintf` into 32 bytes,
+/// so the first 31 count) and refuses a second one of the same name.
+fn carveout_names(entries: &[Entry], defects: &mut Vec<Defect>) {
+    let key = |region: &Region| {
+        let name = qf_resource_table::name_bytes(&region.name);
+        name[..name.len().min(NAME_LEN - 1)].to_vec()
+    };
+    let mut seen: Vec<(Vec<u8>, usize)> = Vec::new();
+    for entry in entries {
+        let Resource::Carveout(region) = &entry.resource else {
+            continue;
+        };
+        let name = key(region);
+        if let Some((_, first)) = seen.iter().find(|(known, _)| *known == name) {
+            defects.push(Defect::new(
+                DefectKind::DuplicateCarveoutName,
+                entry.at + (ENTRY_HEADER_LEN + Region::NAME) as u64,
+                format!(
+                    "entry {} (carveout \"{}\") has the name of entry {first}",
+                    entry.index,
+                    String::from_utf8_lossy(&name)
+                ),
+            ));
+        } else {
+            seen.push((name, entry.index));
+        }
+    }
 }
 
 /// qfabric: no byte of the table belongs to two parts.

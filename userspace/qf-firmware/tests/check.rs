@@ -184,9 +184,29 @@ const BROKEN_TABLES: &[Broken] = &[
         expect: &[(EntryTruncated, VDEV)],
     },
     Broken {
+        name: "two carve-outs of one name",
+        change: |t| {
+            t[CARVEOUT_ANY + 4 + 20..CARVEOUT_ANY + 4 + 20 + 12]
+                .copy_from_slice(b"shared\0\0\0\0\0\0")
+        },
+        expect: &[(DuplicateCarveoutName, CARVEOUT_ANY + 24)],
+    },
+    Broken {
+        name: "two carve-outs whose names differ after byte 31",
+        change: |t| {
+            t[CARVEOUT_FIXED + 24..CARVEOUT_FIXED + 56].copy_from_slice(&[b'a'; 32]);
+            t[CARVEOUT_ANY + 24..CARVEOUT_ANY + 56].copy_from_slice(&[b'a'; 32]);
+            t[CARVEOUT_ANY + 24 + 31] = b'b';
+        },
+        expect: &[(DuplicateCarveoutName, CARVEOUT_ANY + 24)],
+    },
+    Broken {
         name: "two offsets to one entry",
         change: |t| put(t, 16 + 4, CARVEOUT_FIXED as u32),
-        expect: &[(EntriesOverlap, CARVEOUT_FIXED)],
+        expect: &[
+            (DuplicateCarveoutName, CARVEOUT_FIXED + 24),
+            (EntriesOverlap, CARVEOUT_FIXED),
+        ],
     },
     Broken {
         name: "unknown type",
