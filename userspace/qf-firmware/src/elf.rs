@@ -76,6 +76,8 @@ pub struct ElfInfo {
     pub sections: usize,
     pub segments: Vec<Segment>,
     pub table: TableSection,
+    /// Sections named `.resource_table` (Linux uses the first).
+    pub table_sections: usize,
     pub read_only: Vec<ReadOnlySection>,
 }
 
@@ -275,6 +277,7 @@ fn read_class<Elf: FileHeader<Endian = LittleEndian>>(
     };
     let shentsize = u64::from(header.e_shentsize(endian));
     let mut table = None;
+    let mut table_sections = 0;
     let mut read_only = Vec::new();
     for (index, section) in sections.iter().enumerate() {
         let name = sections.section_name(endian, section).unwrap_or(b"");
@@ -282,6 +285,9 @@ fn read_class<Elf: FileHeader<Endian = LittleEndian>>(
         let sh_size: u64 = section.sh_size(endian).into();
         let flags: u64 = section.sh_flags(endian).into();
         let sh_type = section.sh_type(endian);
+        if name == TABLE_SECTION {
+            table_sections += 1;
+        }
         if table.is_none() && name == TABLE_SECTION {
             table = Some(TableSection {
                 header_at: shoff + index as u64 * shentsize,
@@ -347,6 +353,7 @@ fn read_class<Elf: FileHeader<Endian = LittleEndian>>(
         sections: sections.len(),
         segments,
         table,
+        table_sections,
         read_only,
     })
 }

@@ -86,6 +86,16 @@ pub fn check(image: &[u8], options: &Options) -> Result<Report, Rejected> {
     };
     if let Some(info) = elf::read(image, &mut defects) {
         elf::check_table_loaded(&info, &mut defects);
+        if info.table_sections > 1 {
+            report.warnings.push(Warning {
+                at: info.table.header_at,
+                text: format!(
+                    "{} sections are named .resource_table: Linux (find_table) uses the first, \
+                     at file offset {:#x}",
+                    info.table_sections, info.table.offset
+                ),
+            });
+        }
         // elf::read checked that the section lies in the file.
         let bytes = usize::try_from(info.table.offset)
             .ok()

@@ -595,3 +595,31 @@ fn the_documentation_lists_every_defect_with_its_rule() {
         );
     }
 }
+
+#[test]
+fn a_second_resource_table_section_is_a_warning_and_linux_reads_the_first() {
+    // .rodata holds a valid table too (and the channel name after it)
+    let mut rodata = sample_table();
+    rodata.extend_from_slice(b"\0qfabric\0");
+    let layout = Layout {
+        rodata,
+        ..Layout::default()
+    };
+    let mut built = image(&sample_table(), &layout).unwrap();
+    let report = check(&built.bytes, &Options::default()).expect("accepted");
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    assert_eq!(report.elf.unwrap().table.offset, built.table_at);
+    // .rodata (section 2, before the table's section 3) renamed .resource_table
+    let table_name = get(
+        &built.bytes,
+        shdr(&built.bytes, &ELF32, TABLE_SECTION_INDEX),
+    );
+    let rodata_header = shdr(&built.bytes, &ELF32, 2);
+    put(&mut built.bytes, rodata_header, table_name as u32);
+    let report = check(&built.bytes, &Options::default()).expect("the first is valid");
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert!(report.warnings[0]
+        .text
+        .starts_with("2 sections are named .resource_table"));
+    assert_eq!(report.elf.unwrap().table.offset, built.rodata_at);
+}
