@@ -75,14 +75,16 @@ pub struct ElfInfo {
     pub program_headers: usize,
     pub sections: usize,
     pub segments: Vec<Segment>,
-    pub table: TableSection,
+    /// The table's section, when Linux would read a table from it.
+    pub table: Option<TableSection>,
     /// Sections named `.resource_table` (Linux uses the first).
     pub table_sections: usize,
     pub read_only: Vec<ReadOnlySection>,
 }
 
-/// Applies Linux's ELF rules. Returns `None` when a defect stops Linux (and this check) from
-/// going further; segment defects are recorded and the check goes on.
+/// Applies Linux's ELF rules. Returns `None` when a defect in the headers stops Linux (and this
+/// check) from going further; segment and table-section defects are recorded and the ELF's
+/// description is still returned (without a table section when there is none to read).
 pub fn read(image: &[u8], defects: &mut Vec<Defect>) -> Option<ElfInfo> {
     // rproc_elf_sanity_check, in its order.
     if image.len() < 52 {
@@ -310,18 +312,39 @@ fn read_class<Elf: FileHeader<Endian = LittleEndian>>(
             });
         }
     }
+    let table = usable_table(table, sections.len(), shoff, size, fields, defects);
+    Some(ElfInfo {
+        is_64: Elf::is_type_64_sized(),
+        machine: header.e_machine(endian),
+        entry: header.e_entry(endian).into(),
+        program_headers: program_headers.len(),
+        sections: sections.len(),
+        segments,
+        table,
+        table_sections,
+        read_only,
+    })
+}
+
+/// `find_table`'s checks of the section: present, inside the file, with file contents.
+fn usable_table(
+    table: Option<TableSection>,
+    sections: usize,
+    shoff: u64,
+    size: u64,
+    fields: &Fields,
+    defects: &mut Vec<Defect>,
+) -> Option<TableSection> {
     let Some(table) = table else {
         defects.push(Defect::new(
             DefectKind::NoResourceTable,
             fields.e_shoff,
             format!(
-                "none of the {} sections at e_shoff {shoff:#x} is named .resource_table",
-                sections.len()
+                "none of the {sections} sections at e_shoff {shoff:#x} is named .resource_table"
             ),
         ));
         return None;
     };
-    // find_table: the section must lie in the file.
     if table
         .offset
         .checked_add(table.size)
@@ -345,23 +368,12 @@ fn read_class<Elf: FileHeader<Endian = LittleEndian>>(
         ));
         return None;
     }
-    Some(ElfInfo {
-        is_64: Elf::is_type_64_sized(),
-        machine: header.e_machine(endian),
-        entry: header.e_entry(endian).into(),
-        program_headers: program_headers.len(),
-        sections: sections.len(),
-        segments,
-        table,
-        table_sections,
-        read_only,
-    })
+    Some(table)
 }
 
 /// Checks that some PT_LOAD segment puts the table's bytes at `sh_addr`, where
 /// `rproc_elf_find_loaded_rsc_table` looks for the loaded table.
-pub fn check_table_loaded(elf: &ElfInfo, defects: &mut Vec<Defect>) {
-    let table = &elf.table;
+pub fn check_table_loaded(elf: &ElfInfo, table: &TableSection, defects: &mut Vec<Defect>) {
     let loaded = elf.segments.iter().any(|segment| {
         contains(segment.paddr, segment.filesz, table.addr, table.size)
             && segment.offset.checked_add(table.addr - segment.paddr) == Some(table.offset)

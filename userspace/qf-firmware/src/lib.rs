@@ -48,7 +48,7 @@ impl Default for Options {
 /// Everything the check read, for printing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
-    /// `None` for a bare table ([`check_table`]) or when the ELF checks stopped early.
+    /// `None` for a bare table ([`check_table`]) or when the ELF headers stopped the check.
     pub elf: Option<elf::ElfInfo>,
     /// `None` when no table could be read.
     pub table: Option<table::TableInfo>,
@@ -85,30 +85,32 @@ pub fn check(image: &[u8], options: &Options) -> Result<Report, Rejected> {
         warnings: Vec::new(),
     };
     if let Some(info) = elf::read(image, &mut defects) {
-        elf::check_table_loaded(&info, &mut defects);
-        if info.table_sections > 1 {
-            report.warnings.push(Warning {
-                at: info.table.header_at,
-                text: format!(
-                    "{} sections are named .resource_table: Linux (find_table) uses the first, \
-                     at file offset {:#x}",
-                    info.table_sections, info.table.offset
-                ),
-            });
+        if let Some(section) = &info.table {
+            elf::check_table_loaded(&info, section, &mut defects);
+            if info.table_sections > 1 {
+                report.warnings.push(Warning {
+                    at: section.header_at,
+                    text: format!(
+                        "{} sections are named .resource_table: Linux (find_table) uses the \
+                         first, at file offset {:#x}",
+                        info.table_sections, section.offset
+                    ),
+                });
+            }
+            // elf::read checked that the section lies in the file.
+            let bytes = usize::try_from(section.offset)
+                .ok()
+                .zip(usize::try_from(section.size).ok())
+                .and_then(|(start, len)| image.get(start..start.checked_add(len)?))
+                .unwrap_or_default();
+            report.table = table::check(
+                bytes,
+                section.offset,
+                Some(&info.segments),
+                &mut defects,
+                &mut report.warnings,
+            );
         }
-        // elf::read checked that the section lies in the file.
-        let bytes = usize::try_from(info.table.offset)
-            .ok()
-            .zip(usize::try_from(info.table.size).ok())
-            .and_then(|(start, len)| image.get(start..start.checked_add(len)?))
-            .unwrap_or_default();
-        report.table = table::check(
-            bytes,
-            info.table.offset,
-            Some(&info.segments),
-            &mut defects,
-            &mut report.warnings,
-        );
         report.channels = channel::find(image, &info.read_only, &options.channels);
         for name in &options.channels {
             if !report.channels.iter().any(|hit| &hit.name == name) {

@@ -111,11 +111,13 @@ fn body(out: &mut String, name: &str, report: &Report) {
                 },
             );
         }
-        let _ = writeln!(
-            out,
-            ".resource_table: file {:#x}, {} bytes, sh_addr {:#x}",
-            elf.table.offset, elf.table.size, elf.table.addr
-        );
+        if let Some(table) = &elf.table {
+            let _ = writeln!(
+                out,
+                ".resource_table: file {:#x}, {} bytes, sh_addr {:#x}",
+                table.offset, table.size, table.addr
+            );
+        }
     } else if report.table.is_some() {
         let _ = writeln!(out, "{name}: a bare resource table (no ELF)");
     } else {

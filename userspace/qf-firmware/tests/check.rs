@@ -106,8 +106,9 @@ fn valid_images_are_accepted_with_their_table_read_back() {
         assert!(report.warnings.is_empty(), "{:?}", report.warnings);
         let elf = report.elf.as_ref().unwrap();
         assert_eq!(elf.is_64, is_64);
-        assert_eq!(elf.table.offset, built.table_at);
-        assert_eq!(elf.table.size, TABLE_LEN as u64);
+        let section = elf.table.as_ref().unwrap();
+        assert_eq!(section.offset, built.table_at);
+        assert_eq!(section.size, TABLE_LEN as u64);
         assert_eq!(elf.segments.len(), 2);
         let table = report.table.as_ref().unwrap();
         let kinds: Vec<&str> = table
@@ -430,6 +431,11 @@ fn an_image_without_a_resource_table_section_is_refused() {
             defects(&bytes),
             [(NoResourceTable, fields(is_64).e_shoff as u64)]
         );
+        // the report still describes the image
+        let rejected = check(&bytes, &Options::default()).unwrap_err();
+        let elf = rejected.report.elf.as_ref().expect("the ELF was read");
+        assert_eq!((elf.segments.len(), elf.table.is_none()), (2, true));
+        assert_eq!(rejected.report.channels.len(), 1);
     }
 }
 
@@ -608,7 +614,7 @@ fn a_second_resource_table_section_is_a_warning_and_linux_reads_the_first() {
     let mut built = image(&sample_table(), &layout).unwrap();
     let report = check(&built.bytes, &Options::default()).expect("accepted");
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
-    assert_eq!(report.elf.unwrap().table.offset, built.table_at);
+    assert_eq!(report.elf.unwrap().table.unwrap().offset, built.table_at);
     // .rodata (section 2, before the table's section 3) renamed .resource_table
     let table_name = get(
         &built.bytes,
@@ -621,5 +627,5 @@ fn a_second_resource_table_section_is_a_warning_and_linux_reads_the_first() {
     assert!(report.warnings[0]
         .text
         .starts_with("2 sections are named .resource_table"));
-    assert_eq!(report.elf.unwrap().table.offset, built.rodata_at);
+    assert_eq!(report.elf.unwrap().table.unwrap().offset, built.rodata_at);
 }
