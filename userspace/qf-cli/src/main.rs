@@ -39,6 +39,8 @@ enum Command {
     Status(qf_agent::cli::status::StatusArgs),
     /// Wire ABI v1 tools: decode/encode frames, check declarations, generate Rust and C.
     Abi(qf_decl::cli::AbiArgs),
+    /// Firmware tools: check a remoteproc ELF and its resource table as Linux will load it.
+    Firmware(qf_firmware::cli::FirmwareArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Report(args) => args.run(),
         Command::Status(args) => args.run(),
         Command::Abi(args) => qf_decl::cli::run(args),
+        Command::Firmware(args) => qf_firmware::cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

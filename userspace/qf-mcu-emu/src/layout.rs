@@ -96,11 +96,7 @@ pub const fn da(offset: u64) -> u64 {
 }
 
 /// Bytes of a legacy split vring (`vring_size()` in Linux's `virtio_ring.h`).
-pub const fn vring_size(num: u64, align: u64) -> u64 {
-    let desc_and_avail = 16 * num + 2 * (3 + num);
-    let used_start = desc_and_avail.div_ceil(align) * align;
-    used_start + 2 * 3 + 8 * num
-}
+pub use qf_resource_table::vring_size;
 
 /// Addresses of the three parts of a legacy split vring starting at `base`.
 pub const fn vring_parts(base: u64, num: u64, align: u64) -> (u64, u64, u64) {

@@ -1,29 +1,23 @@
 //! The remoteproc resource table the MCU publishes (Linux 6.12 `struct resource_table` with one
-//! `RSC_VDEV` entry for rpmsg), and reading back the vring fields Linux may have updated.
+//! `RSC_VDEV` entry for rpmsg), and reading back the vring fields Linux may have updated. The
+//! format (field offsets, sizes, type and feature numbers) is `qf-resource-table`'s.
+
+use qf_resource_table::{read_u32, Header, Vdev, Vring, ENTRY_HEADER_LEN};
+pub use qf_resource_table::{RSC_VDEV, VIRTIO_ID_RPMSG, VIRTIO_RPMSG_F_NS};
 
 use crate::layout::{
     da, RSC_TABLE_AREA, VRING0_OFFSET, VRING1_OFFSET, VRING_ALIGN, VRING_AREA, VRING_NUM,
 };
 
-/// `RSC_VDEV` in `include/linux/remoteproc.h`.
-pub const RSC_VDEV: u32 = 3;
-/// `VIRTIO_ID_RPMSG`.
-pub const VIRTIO_ID_RPMSG: u32 = 7;
-/// `VIRTIO_RPMSG_F_NS`: the remote announces its channels through the name service.
-pub const VIRTIO_RPMSG_F_NS: u32 = 0;
 /// `VIRTIO_CONFIG_S_DRIVER_OK`.
 pub const STATUS_DRIVER_OK: u8 = 4;
 
 /// Offset of the vdev entry's header inside the table (after ver, num, reserved[2], offset[1]).
-pub const VDEV_ENTRY_OFFSET: usize = 20;
+pub const VDEV_ENTRY_OFFSET: usize = Header::SIZE + 4;
 /// Offset of `fw_rsc_vdev` (after the 4-byte `fw_rsc_hdr`).
-const VDEV_OFFSET: usize = VDEV_ENTRY_OFFSET + 4;
-/// `sizeof(struct fw_rsc_vdev)` without its vrings.
-const VDEV_LEN: usize = 24;
-/// `sizeof(struct fw_rsc_vdev_vring)`.
-const VRING_LEN: usize = 20;
+const VDEV_OFFSET: usize = VDEV_ENTRY_OFFSET + ENTRY_HEADER_LEN;
 /// Total table size.
-pub const TABLE_LEN: usize = VDEV_OFFSET + VDEV_LEN + 2 * VRING_LEN;
+pub const TABLE_LEN: usize = VDEV_OFFSET + Vdev::SIZE + 2 * Vring::SIZE;
 
 /// One vring as the table describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,29 +51,35 @@ pub enum TableError {
 /// The table as published at (re)start.
 pub fn encode() -> [u8; TABLE_LEN] {
     let mut t = [0u8; TABLE_LEN];
-    let mut put = |at: usize, v: u32| t[at..at + 4].copy_from_slice(&v.to_le_bytes());
-    put(0, 1); // ver
-    put(4, 1); // num
-    put(16, VDEV_ENTRY_OFFSET as u32); // offset[0]
-    put(VDEV_ENTRY_OFFSET, RSC_VDEV);
-    put(VDEV_OFFSET, VIRTIO_ID_RPMSG);
-    put(VDEV_OFFSET + 8, 1 << VIRTIO_RPMSG_F_NS); // dfeatures
+    let header = Header {
+        ver: 1,
+        num: 1,
+        reserved: [0, 0],
+    };
+    t[..Header::SIZE].copy_from_slice(&header.encode());
+    t[Header::OFFSETS..VDEV_ENTRY_OFFSET]
+        .copy_from_slice(&(VDEV_ENTRY_OFFSET as u32).to_le_bytes());
+    t[VDEV_ENTRY_OFFSET..VDEV_OFFSET].copy_from_slice(&RSC_VDEV.to_le_bytes());
+    let vdev = Vdev::rpmsg();
+    t[VDEV_OFFSET..VDEV_OFFSET + Vdev::SIZE].copy_from_slice(&vdev.encode());
     let vrings = [(VRING0_OFFSET, 0u32), (VRING1_OFFSET, 1u32)];
     for (i, (offset, notifyid)) in vrings.into_iter().enumerate() {
-        let at = VDEV_OFFSET + VDEV_LEN + i * VRING_LEN;
-        put(at, da(offset) as u32);
-        put(at + 4, VRING_ALIGN);
-        put(at + 8, u32::from(VRING_NUM));
-        put(at + 12, notifyid);
+        let at = VDEV_OFFSET + Vdev::vring_offset(i);
+        let vring = Vring {
+            da: da(offset) as u32,
+            align: VRING_ALIGN,
+            num: u32::from(VRING_NUM),
+            notifyid,
+            pa: 0,
+        };
+        t[at..at + Vring::SIZE].copy_from_slice(&vring.encode());
     }
-    t[VDEV_OFFSET + 21] = 2; // num_of_vrings
     t
 }
 
 /// Parses the vdev entry of a table read from shared memory and checks the vrings still lie in
 /// their areas (Linux may rewrite `da` and `notifyid`; anything else means a corrupt table).
 pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
-    let get = |at: usize| u32::from_le_bytes([t[at], t[at + 1], t[at + 2], t[at + 3]]);
     let expect = |field, found: u32, want: u32, expected| {
         if found == want {
             Ok(())
@@ -91,14 +91,17 @@ pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
             })
         }
     };
-    expect("type", get(VDEV_ENTRY_OFFSET), RSC_VDEV, "RSC_VDEV (3)")?;
-    expect(
-        "id",
-        get(VDEV_OFFSET),
-        VIRTIO_ID_RPMSG,
-        "VIRTIO_ID_RPMSG (7)",
-    )?;
-    expect("num_of_vrings", u32::from(t[VDEV_OFFSET + 21]), 2, "2")?;
+    let rsc_type = read_u32(t, VDEV_ENTRY_OFFSET).unwrap_or(u32::MAX);
+    expect("type", rsc_type, RSC_VDEV, "RSC_VDEV (3)")?;
+    // The fixed TABLE_LEN holds the vdev and both vrings, so parsing cannot come up short.
+    let short = TableError::Field {
+        field: "table length",
+        found: TABLE_LEN as u64,
+        expected: "room for the vdev and two vrings",
+    };
+    let vdev = Vdev::parse(&t[VDEV_OFFSET..]).ok_or(short.clone())?;
+    expect("id", vdev.id, VIRTIO_ID_RPMSG, "VIRTIO_ID_RPMSG (7)")?;
+    expect("num_of_vrings", u32::from(vdev.num_of_vrings), 2, "2")?;
     let mut vrings = [VringInfo {
         da: 0,
         align: 0,
@@ -110,12 +113,12 @@ pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
         .zip([VRING0_OFFSET, VRING1_OFFSET])
         .enumerate()
     {
-        let at = VDEV_OFFSET + VDEV_LEN + i * VRING_LEN;
+        let read = Vring::parse(&t[VDEV_OFFSET + Vdev::vring_offset(i)..]).ok_or(short.clone())?;
         *vring = VringInfo {
-            da: get(at),
-            align: get(at + 4),
-            num: get(at + 8),
-            notifyid: get(at + 12),
+            da: read.da,
+            align: read.align,
+            num: read.num,
+            notifyid: read.notifyid,
         };
         expect("vring.num", vring.num, u32::from(VRING_NUM), "256")?;
         expect("vring.align", vring.align, VRING_ALIGN, "4096")?;
@@ -130,9 +133,9 @@ pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
         }
     }
     Ok(VdevInfo {
-        dfeatures: get(VDEV_OFFSET + 8),
-        gfeatures: get(VDEV_OFFSET + 12),
-        status: t[VDEV_OFFSET + 20],
+        dfeatures: vdev.dfeatures,
+        gfeatures: vdev.gfeatures,
+        status: vdev.status,
         vrings,
     })
 }
@@ -158,9 +161,19 @@ mod tests {
     }
 
     #[test]
+    fn the_published_bytes_are_those_of_the_table_before_the_shared_format_crate() {
+        // encode() as it was when it wrote every field by hand (hex of the 88 bytes).
+        let before = "01000000010000000000000000000000140000000300000007000000000000000100000000000000\
+                      000000000002000000000110001000000001000000000000000000000000021000100000000100\
+                      000100000000000000";
+        let now: String = encode().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(now, before);
+    }
+
+    #[test]
     fn a_vring_moved_outside_its_area_is_rejected() {
         let mut t = encode();
-        let at = VDEV_OFFSET + VDEV_LEN;
+        let at = VDEV_OFFSET + Vdev::SIZE;
         t[at..at + 4].copy_from_slice(&0x1000_0000u32.to_le_bytes());
         assert!(matches!(
             decode_vdev(&t),
@@ -174,7 +187,7 @@ mod tests {
     #[test]
     fn a_wrong_vring_size_is_rejected_with_its_field_name() {
         let mut t = encode();
-        let at = VDEV_OFFSET + VDEV_LEN + 8;
+        let at = VDEV_OFFSET + Vdev::SIZE + 8;
         t[at..at + 4].copy_from_slice(&128u32.to_le_bytes());
         assert_eq!(
             decode_vdev(&t),
