@@ -86,6 +86,9 @@ struct qf_golden {
 #endif /* QF_GOLDEN_TYPES_ */
 ";
 
+/// Most slices, and most events, one header can hold (its counts are `uint16_t`).
+pub const MAX_ROWS: usize = u16::MAX as usize;
+
 /// A C identifier made of `name` (other characters become `_`).
 pub fn identifier(name: &str) -> String {
     let mut id: String = name
