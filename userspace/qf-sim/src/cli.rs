@@ -308,7 +308,8 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         None => None,
         Some(path) => {
             let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-            let name = golden_c::identifier(stem.as_deref().unwrap_or("golden"));
+            let name = golden_c::identifier(stem.as_deref().unwrap_or("golden"))
+                .map_err(|why| anyhow!("--golden-c {}: {why}", path.display()))?;
             Some((path, name))
         }
     };

@@ -131,3 +131,23 @@ fn a_golden_header_that_cannot_hold_the_run_is_refused() {
     );
     assert!(!header.exists(), "nothing half-written");
 }
+
+#[test]
+fn a_golden_header_named_after_a_c_keyword_is_refused() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let header = dir.path().join("int.h");
+    let error = run(&SimArgs {
+        golden_c: Some(header.clone()),
+        ..args(example("test-case-1.toml"))
+    })
+    .expect_err("`int` names no C object");
+    assert_eq!(
+        format!("{error:#}"),
+        format!(
+            "--golden-c {}: the C object would be named `int`, a C keyword; name the file \
+             after a valid C identifier (e.g. golden_int.h)",
+            header.display()
+        )
+    );
+    assert!(!header.exists());
+}
