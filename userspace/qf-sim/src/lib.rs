@@ -9,7 +9,7 @@
 //! Task-set format (integers in the set's `unit`; `unit`, `tick_hz`, `priority`, `deadline`,
 //! `offset`, `hard_reservation`, `admission_bound` optional):
 //! ```toml
-//! unit = "1ms"          # ns, us, ms or s
+//! unit = "1ms"          # ns, us, ms or s, alone or after a count
 //! tick_hz = 10000       # kernel tick: timers fire on it
 //! horizon = 35
 //! admission_bound = 1.0 # enables admission control (off when absent)
