@@ -233,6 +233,28 @@ struct Outputs<'a> {
 }
 
 impl Outputs<'_> {
+    /// One row: written to its CSV file (if requested) and kept for the chart and header (if
+    /// requested); nothing more after the first error.
+    fn record(
+        &mut self,
+        file: fn(&mut Self) -> &mut Option<CsvFile>,
+        write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+        push: impl FnOnce(&mut Outcome) -> usize,
+        rows: &str,
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        let failed = file(self)
+            .as_mut()
+            .and_then(|f| write(&mut f.out).err().map(|e| f.failed(e)));
+        if failed.is_some() {
+            self.error = failed;
+            return;
+        }
+        self.keep(push, rows);
+    }
+
     fn keep(&mut self, push: impl FnOnce(&mut Outcome) -> usize, rows: &str) {
         if let Some((outcome, flag, path, limit)) = &mut self.kept {
             if push(outcome) > *limit && self.error.is_none() {
@@ -248,36 +270,26 @@ impl Outputs<'_> {
 
 impl Trace for Outputs<'_> {
     fn slice(&mut self, slice: Slice) {
-        if self.error.is_some() {
-            return;
-        }
-        if let Some(file) = &mut self.schedule {
-            if let Err(e) = csv::write_slice(&mut file.out, self.set, &self.clock, &slice) {
-                self.error = Some(file.failed(e));
-            }
-        }
-        self.keep(
-            |o| {
-                o.slices.push(slice);
-                o.slices.len()
+        let (set, clock) = (self.set, self.clock);
+        self.record(
+            |o| &mut o.schedule,
+            |out| csv::write_slice(out, set, &clock, &slice),
+            |kept| {
+                kept.slices.push(slice);
+                kept.slices.len()
             },
             "slices",
         );
     }
 
     fn event(&mut self, event: TraceEvent) {
-        if self.error.is_some() {
-            return;
-        }
-        if let Some(file) = &mut self.events {
-            if let Err(e) = csv::write_event(&mut file.out, self.set, &self.clock, &event) {
-                self.error = Some(file.failed(e));
-            }
-        }
-        self.keep(
-            |o| {
-                o.events.push(event);
-                o.events.len()
+        let (set, clock) = (self.set, self.clock);
+        self.record(
+            |o| &mut o.events,
+            |out| csv::write_event(out, set, &clock, &event),
+            |kept| {
+                kept.events.push(event);
+                kept.events.len()
             },
             "events",
         );

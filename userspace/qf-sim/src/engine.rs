@@ -235,7 +235,10 @@ const DUES: [Due; 3] = [Due::Start, Due::Wake, Due::Timer];
 
 /// The pending timeouts of all threads, earliest first: a binary heap that knows where each
 /// thread's timeout of each kind sits, so disarming or re-arming one moves it in place (no
-/// stale entries; at most three per thread).
+/// stale entries; at most three per thread). Written here rather than taken from a crate: the
+/// indexed priority queues on crates.io (`priority-queue`) find entries by hashing their keys;
+/// the slots here are small integers, so a position array does it on the simulator's hottest
+/// path without hashing.
 #[derive(Clone, Debug, Default)]
 struct TimeoutQueue {
     /// (timeout, slot) with slot = thread * 3 + kind; `heap[0]` is the earliest.
