@@ -59,9 +59,26 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if is_closed_pipe(&error) => ExitCode::from(CLOSED_PIPE_STATUS),
         Err(error) => {
             eprintln!("qf: error: {error:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Exit status when the reader of standard output went away (`qf ... | head`): 128 + SIGPIPE,
+/// what a shell shows for a program the signal ended.
+const CLOSED_PIPE_STATUS: u8 = 141;
+
+/// True when `error` comes from writing to a closed pipe: the reader stopped reading, which
+/// deserves no message. Every subcommand gets this by writing its standard output with
+/// `writeln!(std::io::stdout().lock(), ..)?` (`println!` panics instead) and returning the
+/// `io::Error` in its `anyhow` chain.
+fn is_closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

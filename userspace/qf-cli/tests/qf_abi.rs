@@ -63,3 +63,27 @@ fn encode_prints_lowercase_hex() {
     );
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), GOLDEN_ADD);
 }
+
+#[test]
+fn decode_reads_the_frame_from_stdin_given_dash() {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qf"))
+        .args(["abi", "decode", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("qf runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{GOLDEN_ADD}\n").as_bytes())
+        .expect("frame written");
+    let output = child.wait_with_output().expect("qf ends");
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(r#""payload":{"a":-2147483648,"b":2147483647}"#),
+        "{stdout}"
+    );
+}

@@ -1,7 +1,7 @@
 //! The `qf abi` subcommands: `decode`, `encode`, `check`, `generate`. The `qf` binary (qf-cli)
 //! only parses arguments into [`AbiArgs`] and calls [`run`].
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -35,10 +35,18 @@ pub enum KindArg {
 /// The subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum AbiCommand {
-    /// Decode a frame given as hex; print one JSON object (header fields and the payload).
+    /// Decode a frame given as hex (or read from stdin or a file); print one JSON object
+    /// (header fields and the payload).
     Decode {
-        /// The frame as hex (whitespace and a leading 0x are ignored).
-        hex: String,
+        /// The frame as hex (whitespace and a leading 0x are ignored); `-` reads it from stdin.
+        #[arg(required_unless_present = "file", conflicts_with = "file")]
+        hex: Option<String>,
+        /// Read the frame from this file (hex text, or raw bytes with --raw).
+        #[arg(long, value_name = "F")]
+        file: Option<PathBuf>,
+        /// The frame read from stdin (`-`) or --file is raw bytes, not hex.
+        #[arg(long)]
+        raw: bool,
         /// Declaration file for payload types (default: built-ins + crates/qf-tasks/qtasks.toml).
         #[arg(long)]
         decl: Option<PathBuf>,
@@ -87,9 +95,15 @@ pub fn run(args: &AbiArgs) -> Result<()> {
 /// Runs a subcommand, printing to `out`.
 pub fn execute(args: &AbiArgs, out: &mut dyn Write) -> Result<()> {
     match &args.command {
-        AbiCommand::Decode { hex, decl } => {
+        AbiCommand::Decode {
+            hex,
+            file,
+            raw,
+            decl,
+        } => {
             let schema = schema_for(decl.as_deref())?;
-            let decoded = decode(&schema, &parse_hex(hex)?)?;
+            let frame = frame_input(hex.as_deref(), file.as_deref(), *raw, &mut std::io::stdin())?;
+            let decoded = decode(&schema, &frame)?;
             writeln!(out, "{}", serde_json::to_string(&decoded)?)?;
         }
         AbiCommand::Encode {
@@ -149,6 +163,58 @@ pub fn execute(args: &AbiArgs, out: &mut dyn Write) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Most bytes `qf abi decode` reads from stdin or a file: far more than any frame (an oversized
+/// one is still read whole, so the decoder reports its real length), bounded all the same.
+pub const MAX_INPUT_BYTES: u64 = 16 << 20;
+
+/// The frame `decode` was given: the `hex` argument, or (`-`) stdin, or `file`, as hex text or
+/// (`raw`) bytes; stdin and files are read through [`MAX_INPUT_BYTES`].
+pub fn frame_input(
+    hex: Option<&str>,
+    file: Option<&Path>,
+    raw: bool,
+    stdin: &mut dyn Read,
+) -> Result<Vec<u8>> {
+    let (bytes, source) = match (hex, file) {
+        (Some("-"), None) => (read_bounded(stdin, "stdin")?, "stdin".to_string()),
+        (None, Some(path)) => {
+            let name = path.display().to_string();
+            let mut opened =
+                std::fs::File::open(path).with_context(|| format!("cannot read {name}"))?;
+            (read_bounded(&mut opened, &name)?, name)
+        }
+        (Some(text), None) if !raw => return parse_hex(text),
+        (Some(_), None) => bail!("--raw applies to a frame read from stdin (-) or --file"),
+        _ => bail!("give the frame as hex, `-` for stdin, or --file F"),
+    };
+    if raw {
+        return Ok(bytes);
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow!(
+            "{source}: not hex text (byte {} is not ASCII); pass --raw for a binary frame",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    parse_hex(&text).with_context(|| format!("{source} (pass --raw for a binary frame)"))
+}
+
+fn read_bounded(reader: &mut dyn Read, name: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {name}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        bail!(
+            "cannot read {name}: more than {} MiB, far more than a frame ({} bytes at most)",
+            MAX_INPUT_BYTES >> 20,
+            qf_abi::MAX_FRAME_LEN
+        );
+    }
+    Ok(bytes)
 }
 
 fn schema_for(decl: Option<&Path>) -> Result<Schema> {

@@ -263,3 +263,68 @@ fn generate_writes_rust_and_c_named_after_the_file() {
     let c = std::fs::read_to_string(out_dir.join("qtasks.h")).unwrap();
     assert!(c.contains("#ifndef QTASKS_H") && c.contains("typedef struct Crc32Request"));
 }
+
+/// The golden `add` request of the reference, as hex.
+fn golden_add_hex() -> String {
+    golden()
+        .into_iter()
+        .find(|v| v["frame_hex"].as_str().is_some())
+        .map(|v| v["frame_hex"].as_str().unwrap().to_string())
+        .expect("a golden frame")
+}
+
+#[test]
+fn decode_reads_a_frame_from_a_file_as_hex_or_raw_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let hex = golden_add_hex();
+    let from_argument = qf_abi(&["decode", &hex]).expect("decodes");
+    let hex_file = dir.path().join("frame.hex");
+    std::fs::write(&hex_file, format!("0x{hex}\n")).unwrap();
+    let path = hex_file.to_str().unwrap();
+    assert_eq!(
+        qf_abi(&["decode", "--file", path]),
+        Ok(from_argument.clone())
+    );
+    let raw_file = dir.path().join("frame.bin");
+    std::fs::write(&raw_file, qf_decl::cli::parse_hex(&hex).unwrap()).unwrap();
+    let raw = raw_file.to_str().unwrap();
+    assert_eq!(
+        qf_abi(&["decode", "--file", raw, "--raw"]),
+        Ok(from_argument)
+    );
+    let error = qf_abi(&["decode", "--file", raw]).expect_err("binary is not hex");
+    assert!(error.contains("pass --raw for a binary frame"), "{error}");
+}
+
+#[test]
+fn decode_reads_stdin_given_dash() {
+    let hex = golden_add_hex();
+    let mut stdin = std::io::Cursor::new(format!("{hex}\n"));
+    let frame = qf_decl::cli::frame_input(Some("-"), None, false, &mut stdin).expect("reads");
+    assert_eq!(frame, qf_decl::cli::parse_hex(&hex).unwrap());
+}
+
+#[test]
+fn a_megabyte_frame_is_read_and_refused_as_oversized_and_endless_input_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.bin");
+    let mut frame = qf_decl::cli::parse_hex(&golden_add_hex()).unwrap();
+    frame.resize(1 << 20, 0);
+    std::fs::write(&big, &frame).unwrap();
+    let error = qf_abi(&["decode", "--file", big.to_str().unwrap(), "--raw"])
+        .expect_err("a 1 MiB frame is oversized");
+    assert!(
+        error.contains("oversized") && error.contains("1048576"),
+        "{error}"
+    );
+    let error = qf_abi(&["decode", "--file", "/dev/zero", "--raw"]).expect_err("endless");
+    assert_eq!(
+        error,
+        "cannot read /dev/zero: more than 16 MiB, far more than a frame (1024 bytes at most)"
+    );
+    let error = qf_abi(&["decode", "--file", "/nonexistent/frame.hex"]).expect_err("missing");
+    assert_eq!(
+        error,
+        "cannot read /nonexistent/frame.hex: No such file or directory (os error 2)"
+    );
+}

@@ -1,11 +1,12 @@
-//! Binding the emulator's Unix sockets: a stale socket file from an earlier run is replaced, any
-//! other file at the path is refused and left alone, and the error names the path. The socket
+//! Binding the emulator's Unix sockets: a stale socket file from an earlier run (nobody accepts
+//! a connection on it) is replaced; a socket something still listens on (another emulator) and
+//! any other file at the path are refused and left alone, and the error names the path. The socket
 //! appears at its path already listening (bound under a temporary name beside it, then renamed),
 //! so a client that connects as soon as the path exists is never refused.
 
 use std::io;
 use std::os::unix::fs::FileTypeExt;
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 
 /// Listens on `path`; `what` names the socket in errors (e.g. "control socket").
@@ -16,6 +17,15 @@ pub fn bind(path: &Path, what: &str) -> io::Result<UnixListener> {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!("{what} {shown} exists and is not a socket; refusing to replace it"),
+            ));
+        }
+        if UnixStream::connect(path).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!(
+                    "{what} {shown}: another process is listening on it (a running \
+                     qf-mcu-emu?); stop it or choose another path"
+                ),
             ));
         }
         std::fs::remove_file(path).map_err(|e| {
@@ -50,7 +60,6 @@ pub fn bind(path: &Path, what: &str) -> io::Result<UnixListener> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::net::UnixStream;
 
     fn scratch(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("qf-listen-{}-{name}", std::process::id()));
@@ -86,6 +95,27 @@ mod tests {
         assert!(e.to_string().starts_with("control socket "), "{e}");
         assert!(e.to_string().contains("is not a socket"), "{e}");
         assert_eq!(std::fs::read(&file).unwrap(), b"keep");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_socket_someone_listens_on_is_refused_by_name_and_keeps_serving() {
+        let dir = scratch("live");
+        let path = dir.join("s.sock");
+        let live = bind(&path, "unix socket").unwrap();
+        let e = bind(&path, "unix socket").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "unix socket {}: another process is listening on it (a running qf-mcu-emu?); \
+                 stop it or choose another path",
+                path.display()
+            )
+        );
+        // The first listener still owns the path: a client reaches it.
+        let _client = UnixStream::connect(&path).expect("still there");
+        live.accept().expect("the first listener gets the client");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -17,7 +17,7 @@ use qf_mcu_emu::compute::ComputeModel;
 use qf_mcu_emu::control::{self, ControlServer};
 use qf_mcu_emu::faults::Faults;
 use qf_mcu_emu::ivshmem::IvshmemServer;
-use qf_mcu_emu::layout::control as field;
+use qf_mcu_emu::layout::{control as field, MIN_SHM_SIZE};
 use qf_mcu_emu::mcu::Mcu;
 use qf_mcu_emu::shm::SharedMemory;
 use qf_mcu_emu::unix_endpoint::UnixEndpoint;
@@ -87,10 +87,19 @@ fn parse_size(text: &str) -> Result<u64, String> {
     let value: u64 = digits
         .parse()
         .map_err(|_| format!("'{text}' is not a size (e.g. 4M, 2097152)"))?;
-    value
+    let size = value
         .checked_shl(shift)
         .filter(|v| v >> shift == value)
-        .ok_or_else(|| format!("'{text}' is too large"))
+        .ok_or_else(|| format!("'{text}' is too large"))?;
+    // Checked here, whatever else is served: the shared memory exists only with ivshmem, but a
+    // size it could never have is a mistake in the command either way.
+    if size < MIN_SHM_SIZE || !size.is_power_of_two() {
+        return Err(format!(
+            "'{text}' ({size} bytes) is not a power of two (a PCI BAR) of at least {MIN_SHM_SIZE} \
+             bytes (2M)"
+        ));
+    }
+    Ok(size)
 }
 
 struct StderrLogger(log::LevelFilter);

@@ -15,6 +15,8 @@
 //! deadline 0, so it preempts at once to declare its real one).
 
 use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use qf_sched::{wrap32, Bandwidth, Callback, Error, Event, Kernel, Notice, Scheduler, ThreadId};
 
@@ -116,8 +118,63 @@ pub struct Outcome {
     pub stats: Vec<TaskStats>,
     /// Simulator events processed (completions, timer expiries, context switches).
     pub sim_events: u64,
-    /// Events the scheduler's ring lost (always 0: it is drained after each call).
+    /// Events the scheduler's ring lost (always 0 when traced: it is drained after each call).
     pub lost_events: u64,
+}
+
+/// Where a simulation's trace goes as it is produced: slices, events and reports in time
+/// order, jobs as they are released and complete. Memory stays bounded by the task set, not
+/// the horizon, unless the receiver keeps what it is given ([`Outcome`] does).
+pub trait Trace {
+    /// False: nothing is traced (the receiver gets only `progress`), the fastest run.
+    const RECORDS: bool = true;
+    /// A maximal stretch of execution of one task, once it has ended.
+    fn slice(&mut self, _slice: Slice) {}
+    /// A scheduler event; events arrive in time order (equal times in the order they happened).
+    fn event(&mut self, _event: TraceEvent) {}
+    /// A callback report, in the order the callbacks ran.
+    fn report(&mut self, _report: Report) {}
+    /// A job released before the horizon (its completion is not known yet).
+    fn job_released(&mut self, _job: JobRecord) {}
+    /// The last job released of `task` completed.
+    fn job_completed(&mut self, _task: usize, _completion_ns: u64, _completion_ticks: u64) {}
+    /// Called now and then (every [`PROGRESS_EVERY`] simulator steps) with the simulated time;
+    /// returning true stops the simulation there (e.g. an output could not be written).
+    fn progress(&mut self, _now_ns: u64) -> bool {
+        false
+    }
+}
+
+/// Simulator steps between two [`Trace::progress`] calls.
+pub const PROGRESS_EVERY: u64 = 1 << 14;
+
+/// Records nothing: the statistics alone (what the summary needs).
+pub struct NoTrace;
+
+impl Trace for NoTrace {
+    const RECORDS: bool = false;
+}
+
+/// Keeps the whole trace in memory (tests and small task sets).
+impl Trace for Outcome {
+    fn slice(&mut self, slice: Slice) {
+        self.slices.push(slice);
+    }
+    fn event(&mut self, event: TraceEvent) {
+        self.events.push(event);
+    }
+    fn report(&mut self, report: Report) {
+        self.reports.push(report);
+    }
+    fn job_released(&mut self, job: JobRecord) {
+        self.jobs.push(job);
+    }
+    fn job_completed(&mut self, task: usize, completion_ns: u64, completion_ticks: u64) {
+        if let Some(record) = self.jobs.iter_mut().rev().find(|j| j.task == task) {
+            record.completion_ns = Some(completion_ns);
+            record.completion_ticks = Some(completion_ticks);
+        }
+    }
 }
 
 thread_local! {
@@ -159,10 +216,10 @@ struct KThread {
     started: bool,
     finished: bool,
     blocked: bool,
-    /// Pending timeouts, indexed by `Due as usize`.
-    timeouts: [Option<Timeout>; 3],
     ready_seq: u64,
     deadline: u64,
+    /// Zephyr static priority (from the task set).
+    priority: i32,
     /// Work left in the current job, ns.
     remaining_ns: u64,
     /// Index of the current job (CBS) / number of cycles started (periodic).
@@ -170,8 +227,122 @@ struct KThread {
     /// Arrival of the current job, ns, and whether it counts (released before the horizon).
     arrival_ns: u64,
     counted: bool,
-    /// Index of the current job's record in `Outcome::jobs`.
-    record: Option<usize>,
+    /// The current job was given to the trace (`Trace::job_released`).
+    recorded: bool,
+}
+
+const DUES: [Due; 3] = [Due::Start, Due::Wake, Due::Timer];
+
+/// The pending timeouts of all threads, earliest first: a binary heap that knows where each
+/// thread's timeout of each kind sits, so disarming or re-arming one moves it in place (no
+/// stale entries; at most three per thread). Written here rather than taken from a crate: the
+/// indexed priority queues on crates.io (`priority-queue`) find entries by hashing their keys;
+/// the slots here are small integers, so a position array does it on the simulator's hottest
+/// path without hashing.
+#[derive(Clone, Debug, Default)]
+struct TimeoutQueue {
+    /// (timeout, slot) with slot = thread * 3 + kind; `heap[0]` is the earliest.
+    heap: Vec<(Timeout, u32)>,
+    /// Per slot: its index in `heap`, or `NOT_QUEUED`.
+    position: Vec<u32>,
+}
+
+const NOT_QUEUED: u32 = u32::MAX;
+
+impl TimeoutQueue {
+    fn new(threads: usize) -> TimeoutQueue {
+        TimeoutQueue {
+            heap: Vec::with_capacity(3 * threads),
+            position: vec![NOT_QUEUED; 3 * threads],
+        }
+    }
+
+    fn first(&self) -> Option<(Timeout, u32)> {
+        self.heap.first().copied()
+    }
+
+    /// Arms `slot` at `timeout` (moving it if it was armed).
+    fn set(&mut self, slot: u32, timeout: Timeout) {
+        let at = self.position[slot as usize];
+        if at == NOT_QUEUED {
+            self.heap.push((timeout, slot));
+            let last = self.heap.len() - 1;
+            self.position[slot as usize] = last as u32;
+            self.up(last);
+        } else {
+            let at = at as usize;
+            let earlier = timeout < self.heap[at].0;
+            self.heap[at].0 = timeout;
+            if earlier {
+                self.up(at);
+            } else {
+                self.down(at);
+            }
+        }
+    }
+
+    /// Disarms `slot` if it is armed.
+    fn remove(&mut self, slot: u32) {
+        let at = self.position[slot as usize];
+        if at == NOT_QUEUED {
+            return;
+        }
+        let at = at as usize;
+        self.position[slot as usize] = NOT_QUEUED;
+        let last = self.heap.pop().expect("an armed slot is in the heap");
+        if at < self.heap.len() {
+            let moved_earlier = last.0 < self.heap[at].0;
+            self.heap[at] = last;
+            self.position[last.1 as usize] = at as u32;
+            if moved_earlier {
+                self.up(at);
+            } else {
+                self.down(at);
+            }
+        }
+    }
+
+    /// Moves the entry at `at` towards the root while it is earlier than its parent.
+    fn up(&mut self, mut at: usize) {
+        let entry = self.heap[at];
+        while at > 0 {
+            let parent = (at - 1) / 2;
+            if entry.0 >= self.heap[parent].0 {
+                break;
+            }
+            self.heap[at] = self.heap[parent];
+            self.position[self.heap[at].1 as usize] = at as u32;
+            at = parent;
+        }
+        self.heap[at] = entry;
+        self.position[entry.1 as usize] = at as u32;
+    }
+
+    /// Moves the entry at `at` towards the leaves while a child is earlier.
+    fn down(&mut self, mut at: usize) {
+        let entry = self.heap[at];
+        let len = self.heap.len();
+        loop {
+            let left = 2 * at + 1;
+            if left >= len {
+                break;
+            }
+            let right = left + 1;
+            let child = if right < len && self.heap[right].0 < self.heap[left].0 {
+                right
+            } else {
+                left
+            };
+            if entry.0 <= self.heap[child].0 {
+                break;
+            }
+            self.heap[at] = self.heap[child];
+            self.position[self.heap[at].1 as usize] = at as u32;
+            at = child;
+        }
+        self.heap[at] = entry;
+        self.position[entry.1 as usize] = at as u32;
+    }
 }
 
 /// The simulated kernel: what qf-sched's `Kernel` trait acts on.
@@ -180,11 +351,23 @@ struct SimKernel {
     now_ns: u64,
     seq: u64,
     threads: Vec<KThread>,
-    /// The earliest pending timeout, or `None` when it must be searched for again.
-    earliest: Option<Option<(Timeout, usize, Due)>>,
+    /// Bit `i` set: thread `i` is started, not finished and not blocked (`MAX_TASKS` <= 64).
+    runnable: u64,
+    /// Every armed timeout, earliest first.
+    queue: TimeoutQueue,
 }
 
 impl SimKernel {
+    /// Updates thread `i`'s bit in `runnable` after its flags changed.
+    fn refresh(&mut self, i: usize) {
+        let t = &self.threads[i];
+        if t.started && !t.finished && !t.blocked {
+            self.runnable |= 1 << i;
+        } else {
+            self.runnable &= !(1 << i);
+        }
+    }
+
     /// Arms (or re-arms) thread `i`'s timeout of kind `what`.
     fn schedule(&mut self, i: usize, what: Due, at_ns: u64) {
         self.seq += 1;
@@ -192,47 +375,19 @@ impl SimKernel {
             at_ns: at_ns.max(self.now_ns),
             seq: self.seq,
         };
-        self.clear(i, what);
-        self.threads[i].timeouts[what as usize] = Some(timeout);
-        if let Some(earliest) = self.earliest {
-            if earliest.is_none_or(|(e, _, _)| timeout < e) {
-                self.earliest = Some(Some((timeout, i, what)));
-            }
-        }
+        self.queue.set((i * 3 + what as usize) as u32, timeout);
     }
 
     /// Disarms thread `i`'s timeout of kind `what`.
     fn clear(&mut self, i: usize, what: Due) {
-        if self.threads[i].timeouts[what as usize].take().is_some()
-            && self
-                .earliest
-                .is_some_and(|e| e.is_some_and(|(_, ei, ew)| ei == i && ew == what))
-        {
-            self.earliest = None;
-        }
+        self.queue.remove((i * 3 + what as usize) as u32);
     }
 
-    /// The earliest pending timeout (ties: first armed) — a scan, since a thread has at most
-    /// three and a set at most `MAX_TASKS` threads.
-    fn next_due(&mut self) -> Option<(Timeout, usize, Due)> {
-        if let Some(earliest) = self.earliest {
-            return earliest;
-        }
-        let mut best: Option<(Timeout, usize, Due)> = None;
-        for (i, thread) in self.threads.iter().enumerate() {
-            for (what, slot) in [Due::Start, Due::Wake, Due::Timer]
-                .into_iter()
-                .zip(thread.timeouts)
-            {
-                if let Some(timeout) = slot {
-                    if best.is_none_or(|(b, _, _)| timeout < b) {
-                        best = Some((timeout, i, what));
-                    }
-                }
-            }
-        }
-        self.earliest = Some(best);
-        best
+    /// The earliest pending timeout (ties: first armed).
+    fn next_due(&self) -> Option<(Timeout, usize, Due)> {
+        self.queue
+            .first()
+            .map(|(timeout, slot)| (timeout, slot as usize / 3, DUES[slot as usize % 3]))
     }
 }
 
@@ -253,28 +408,87 @@ impl Kernel for SimKernel {
     }
     fn suspend_until(&mut self, thread: ThreadId, at: u64) {
         self.threads[thread.index()].blocked = true;
+        self.refresh(thread.index());
         let at_ns = self.clock.ns_of_tick(at);
         self.schedule(thread.index(), Due::Wake, at_ns);
     }
 }
 
-/// Runs `set` from time 0 to its horizon.
-pub fn simulate(set: &TaskSet, options: Options) -> Outcome {
-    Simulation::new(set, options).run()
+/// A scheduler event waiting for time to pass it: events are stamped with their tick, and a
+/// cycle's release may lie ahead of the instant it is recorded.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Pending {
+    time_ns: u64,
+    seq: u64,
+    event: Event,
 }
 
-struct Simulation<'a> {
-    set: &'a TaskSet,
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.time_ns, self.seq).cmp(&(other.time_ns, other.seq))
+    }
+}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Runs `set` from time 0 to its horizon, keeping the whole trace in the outcome (none of it
+/// with `discard_trace`).
+pub fn simulate(set: &TaskSet, options: Options) -> Outcome {
+    if options.discard_trace {
+        let mut trace = NoTrace;
+        let (stats, sim_events, lost_events) = simulate_into(set, options, &mut trace);
+        return Outcome {
+            stats,
+            sim_events,
+            lost_events,
+            ..Outcome::default()
+        };
+    }
+    let mut outcome = Outcome::default();
+    let (stats, sim_events, lost_events) = simulate_into(set, options, &mut outcome);
+    Outcome {
+        stats,
+        sim_events,
+        lost_events,
+        ..outcome
+    }
+}
+
+/// Runs `set` from time 0 to its horizon (or until `trace` asks to stop), handing the trace to
+/// `trace` as it is produced; returns the per-task statistics, the simulator events processed
+/// and the events the scheduler's ring lost.
+pub fn simulate_into<T: Trace>(
+    set: &TaskSet,
     options: Options,
+    trace: &mut T,
+) -> (Vec<TaskStats>, u64, u64) {
+    let simulation = Simulation::new(set, options, trace);
+    simulation.run()
+}
+
+struct Simulation<'a, T: Trace> {
+    set: &'a TaskSet,
     kernel: SimKernel,
     sched: Box<SimScheduler>,
     running: Option<usize>,
     ready_counter: u64,
-    out: Outcome,
+    stats: Vec<TaskStats>,
+    sim_events: u64,
+    lost_events: u64,
+    trace: &'a mut T,
+    /// The slice still growing (sent to the trace once it ends).
+    slice: Option<Slice>,
+    /// Events not yet passed by time, earliest first, and the count of events ever buffered.
+    pending: BinaryHeap<Reverse<Pending>>,
+    pending_seq: u64,
 }
 
-impl<'a> Simulation<'a> {
-    fn new(set: &'a TaskSet, options: Options) -> Self {
+impl<'a, T: Trace> Simulation<'a, T> {
+    fn new(set: &'a TaskSet, options: Options, trace: &'a mut T) -> Self {
         let clock = Clock {
             tick_hz: set.tick_hz,
             unit_ns: set.unit_ns,
@@ -284,8 +498,16 @@ impl<'a> Simulation<'a> {
             clock,
             now_ns: 0,
             seq: 0,
-            earliest: None,
-            threads: vec![KThread::default(); set.tasks.len()],
+            threads: set
+                .tasks
+                .iter()
+                .map(|task| KThread {
+                    priority: task.priority,
+                    ..KThread::default()
+                })
+                .collect(),
+            runnable: 0,
+            queue: TimeoutQueue::new(set.tasks.len()),
         };
         let mut sched = Box::new(SimScheduler::new());
         sched.admission_bound_set(
@@ -304,15 +526,17 @@ impl<'a> Simulation<'a> {
         CALLBACK_REPORTS.with(|r| r.borrow_mut().clear());
         Simulation {
             set,
-            options,
             kernel,
             sched,
             running: None,
             ready_counter: 0,
-            out: Outcome {
-                stats: vec![TaskStats::default(); set.tasks.len()],
-                ..Outcome::default()
-            },
+            stats: vec![TaskStats::default(); set.tasks.len()],
+            sim_events: 0,
+            lost_events: 0,
+            trace,
+            slice: None,
+            pending: BinaryHeap::new(),
+            pending_seq: 0,
         }
     }
 
@@ -320,38 +544,54 @@ impl<'a> Simulation<'a> {
         self.kernel.clock.duration_ticks(ns)
     }
 
-    /// Moves the scheduler's trace and callback reports into the outcome.
+    /// Moves the scheduler's events and callback reports to the statistics and the trace.
     fn collect(&mut self) {
         let clock = self.kernel.clock;
-        let keep = !self.options.discard_trace;
         let horizon = self.set.horizon_ns;
-        for event in self.sched.events().drain() {
-            // A cycle started at the end of the last job may be released at or after the
-            // horizon; it is outside the simulated span.
-            if keep && clock.ns_of_tick(event.time) < horizon {
-                self.out.events.push(TraceEvent {
-                    time_ns: clock.ns_of_tick(event.time),
-                    event,
-                });
+        if T::RECORDS {
+            for event in self.sched.events().drain() {
+                // A cycle started at the end of the last job may be released at or after the
+                // horizon; it is outside the simulated span.
+                let time_ns = clock.ns_of_tick(event.time);
+                if time_ns < horizon {
+                    self.pending_seq += 1;
+                    self.pending.push(Reverse(Pending {
+                        time_ns,
+                        seq: self.pending_seq,
+                        event,
+                    }));
+                }
             }
+            self.lost_events = self.sched.events().lost();
+            // Every event recorded from now on is stamped at the current tick or later.
+            let passed = clock.ns_of_tick(clock.ticks_at(self.kernel.now_ns));
+            self.release_events(passed);
         }
-        self.out.lost_events = self.sched.events().lost();
         CALLBACK_REPORTS.with(|r| {
             for report in r.borrow_mut().drain(..) {
                 match report {
                     Report::DeadlineMiss(n) if clock.ns_of_tick(n.time) < horizon => {
-                        self.out.stats[n.thread.index()].deadline_misses += 1
+                        self.stats[n.thread.index()].deadline_misses += 1
                     }
-                    Report::BudgetOverrun(n) => {
-                        self.out.stats[n.thread.index()].budget_overruns += 1
-                    }
+                    Report::BudgetOverrun(n) => self.stats[n.thread.index()].budget_overruns += 1,
                     Report::DeadlineMiss(_) => {}
                 }
-                if keep {
-                    self.out.reports.push(report);
+                if T::RECORDS {
+                    self.trace.report(report);
                 }
             }
         });
+    }
+
+    /// Hands the trace the buffered events stamped at or before `until_ns`, in time order.
+    fn release_events(&mut self, until_ns: u64) {
+        while let Some(Reverse(first)) = self.pending.peek() {
+            if first.time_ns > until_ns {
+                break;
+            }
+            let Reverse(Pending { time_ns, event, .. }) = self.pending.pop().expect("peeked");
+            self.trace.event(TraceEvent { time_ns, event });
+        }
     }
 
     fn make_ready(&mut self, i: usize) {
@@ -368,11 +608,11 @@ impl<'a> Simulation<'a> {
         let admitted = match result {
             Ok(()) => true,
             Err(Error::PeriodOverrun { .. }) => {
-                self.out.stats[i].period_overruns += 1;
+                self.stats[i].period_overruns += 1;
                 true
             }
             Err(e) => {
-                self.out.stats[i].rejected = Some(e.to_string());
+                self.stats[i].rejected = Some(e.to_string());
                 false
             }
         };
@@ -393,12 +633,11 @@ impl<'a> Simulation<'a> {
         thread.remaining_ns = work_ns;
         thread.arrival_ns = arrival_ns.map_or(release_ns, |a| a.min(release_ns));
         thread.counted = counted;
-        thread.record = None;
+        thread.recorded = counted && T::RECORDS;
         if counted {
-            self.out.stats[i].jobs += 1;
-            if !self.options.discard_trace {
-                thread.record = Some(self.out.jobs.len());
-                self.out.jobs.push(JobRecord {
+            self.stats[i].jobs += 1;
+            if T::RECORDS {
+                self.trace.job_released(JobRecord {
                     task: i,
                     arrival_ns: thread.arrival_ns,
                     release_ticks: release,
@@ -426,9 +665,10 @@ impl<'a> Simulation<'a> {
             }
             let _ = self.sched.switched_in(&mut self.kernel, id);
             self.running = Some(i);
-            self.out.sim_events += 1;
+            self.sim_events += 1;
         }
         self.kernel.threads[i].started = true;
+        self.kernel.refresh(i);
         let miss = Some(Callback {
             func: on_deadline_miss,
             arg: i,
@@ -447,7 +687,7 @@ impl<'a> Simulation<'a> {
                 if self.deadline_set(i, *deadline_ns) {
                     self.begin_job(i, None, *wcet_ns);
                 } else {
-                    self.kernel.threads[i].finished = true;
+                    self.finish(i);
                 }
             }
             TaskKind::Cbs {
@@ -466,7 +706,7 @@ impl<'a> Simulation<'a> {
                 if self.deadline_set(i, *period_ns) {
                     self.begin_job(i, Some(jobs[0].0), jobs[0].1);
                 } else {
-                    self.kernel.threads[i].finished = true;
+                    self.finish(i);
                 }
             }
         }
@@ -476,12 +716,12 @@ impl<'a> Simulation<'a> {
     fn complete(&mut self, i: usize) {
         let now = self.kernel.now_ns;
         let thread = &self.kernel.threads[i];
-        if let Some(record) = thread.record.and_then(|r| self.out.jobs.get_mut(r)) {
-            record.completion_ns = Some(now);
-            record.completion_ticks = Some(self.kernel.clock.ticks_at(now));
+        if thread.recorded {
+            let ticks = self.kernel.clock.ticks_at(now);
+            self.trace.job_completed(i, now, ticks);
         }
         if thread.counted {
-            let stats = &mut self.out.stats[i];
+            let stats = &mut self.stats[i];
             stats.completed += 1;
             stats.max_response_ns = stats.max_response_ns.max(now - thread.arrival_ns);
         }
@@ -497,7 +737,7 @@ impl<'a> Simulation<'a> {
                     self.kernel.threads[i].job += 1;
                     self.begin_job(i, None, *wcet_ns);
                 } else {
-                    self.kernel.threads[i].finished = true;
+                    self.finish(i);
                 }
             }
             TaskKind::Cbs {
@@ -514,32 +754,30 @@ impl<'a> Simulation<'a> {
                         self.kernel.threads[i].job = next;
                         self.begin_job(i, Some(arrival_ns), work_ns);
                     } else {
-                        self.kernel.threads[i].finished = true;
+                        self.finish(i);
                     }
                 } else {
                     let _ = self.sched.cycle_end(&mut self.kernel, id);
                     self.collect();
-                    self.kernel.threads[i].finished = true;
+                    self.finish(i);
                 }
             }
         }
     }
 
-    fn runnable(&self, i: usize) -> bool {
-        let t = &self.kernel.threads[i];
-        t.started && !t.finished && !t.blocked
+    /// Thread `i` will run no more (admission refused it, or its last job is done).
+    fn finish(&mut self, i: usize) {
+        self.kernel.threads[i].finished = true;
+        self.kernel.refresh(i);
     }
 
     /// True if thread `a` should run rather than `b`.
     fn better(&self, a: usize, b: usize, incumbent: Option<usize>) -> bool {
-        let (pa, pb) = (self.set.tasks[a].priority, self.set.tasks[b].priority);
-        if pa != pb {
-            return pa < pb;
+        let (ta, tb) = (&self.kernel.threads[a], &self.kernel.threads[b]);
+        if ta.priority != tb.priority {
+            return ta.priority < tb.priority;
         }
-        let (da, db) = (
-            self.kernel.threads[a].deadline,
-            self.kernel.threads[b].deadline,
-        );
+        let (da, db) = (ta.deadline, tb.deadline);
         if wrap32::deadline32(da) != wrap32::deadline32(db) {
             return wrap32::deadline_precedes(da, db);
         }
@@ -549,15 +787,18 @@ impl<'a> Simulation<'a> {
         if incumbent == Some(b) {
             return false;
         }
-        self.kernel.threads[a].ready_seq < self.kernel.threads[b].ready_seq
+        ta.ready_seq < tb.ready_seq
     }
 
     /// The scheduling decision; repeats while a switch-in throttles the chosen thread.
     fn pick(&mut self, incumbent: Option<usize>) {
         loop {
             let mut best: Option<usize> = None;
-            for i in 0..self.kernel.threads.len() {
-                if self.runnable(i) && best.is_none_or(|b| self.better(i, b, incumbent)) {
+            let mut candidates = self.kernel.runnable;
+            while candidates != 0 {
+                let i = candidates.trailing_zeros() as usize;
+                candidates &= candidates - 1;
+                if best.is_none_or(|b| self.better(i, b, incumbent)) {
                     best = Some(i);
                 }
             }
@@ -570,7 +811,7 @@ impl<'a> Simulation<'a> {
                     .switched_out(&mut self.kernel, ThreadId(r as u16));
             }
             self.running = best;
-            self.out.sim_events += 1;
+            self.sim_events += 1;
             if let Some(b) = best {
                 let _ = self.sched.switched_in(&mut self.kernel, ThreadId(b as u16));
             }
@@ -579,23 +820,32 @@ impl<'a> Simulation<'a> {
     }
 
     fn record_slice(&mut self, task: usize, start_ns: u64, end_ns: u64) {
-        self.out.stats[task].busy_ns += end_ns - start_ns;
-        if self.options.discard_trace || end_ns == start_ns {
+        self.stats[task].busy_ns += end_ns - start_ns;
+        if !T::RECORDS || end_ns == start_ns {
             return;
         }
-        match self.out.slices.last_mut() {
+        match &mut self.slice {
             Some(last) if last.task == task && last.end_ns == start_ns => last.end_ns = end_ns,
-            _ => self.out.slices.push(Slice {
-                start_ns,
-                end_ns,
-                task,
-            }),
+            slot => {
+                if let Some(done) = slot.replace(Slice {
+                    start_ns,
+                    end_ns,
+                    task,
+                }) {
+                    self.trace.slice(done);
+                }
+            }
         }
     }
 
-    fn run(mut self) -> Outcome {
+    fn run(mut self) -> (Vec<TaskStats>, u64, u64) {
         let horizon = self.set.horizon_ns;
+        let mut steps: u64 = 0;
         loop {
+            steps += 1;
+            if steps % PROGRESS_EVERY == 0 && self.trace.progress(self.kernel.now_ns) {
+                break;
+            }
             let now = self.kernel.now_ns;
             let next_due = self.kernel.next_due().map_or(u64::MAX, |(t, _, _)| t.at_ns);
             let completion = self.running.map_or(u64::MAX, |r| {
@@ -613,7 +863,7 @@ impl<'a> Simulation<'a> {
             let incumbent = self.running;
             if let Some(r) = self.running {
                 if self.kernel.threads[r].remaining_ns == 0 {
-                    self.out.sim_events += 1;
+                    self.sim_events += 1;
                     self.complete(r);
                 }
             }
@@ -622,11 +872,12 @@ impl<'a> Simulation<'a> {
                     break;
                 }
                 self.kernel.clear(i, due);
-                self.out.sim_events += 1;
+                self.sim_events += 1;
                 match due {
                     Due::Start => self.start(i),
                     Due::Wake => {
                         self.kernel.threads[i].blocked = false;
+                        self.kernel.refresh(i);
                         self.make_ready(i);
                     }
                     Due::Timer => {
@@ -639,7 +890,12 @@ impl<'a> Simulation<'a> {
             }
             self.pick(incumbent);
         }
-        self.out.events.sort_by_key(|e| e.time_ns);
-        self.out
+        if T::RECORDS {
+            if let Some(last) = self.slice.take() {
+                self.trace.slice(last);
+            }
+            self.release_events(u64::MAX);
+        }
+        (self.stats, self.sim_events, self.lost_events)
     }
 }

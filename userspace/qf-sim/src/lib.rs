@@ -3,11 +3,13 @@
 //! Reads a task set (TOML), simulates a uniprocessor Zephyr scheduler driving the very same
 //! `qf-sched` code the Zephyr module runs (through its `Kernel` trait), and writes the
 //! schedule, the scheduler's event trace, a Gantt chart and a summary. `qf sim` is its CLI.
+//! The trace goes to a [`engine::Trace`] receiver as it is produced, in time order, so a run's
+//! memory is bounded by its task set, not its horizon (`cli` streams the CSV files).
 //!
 //! Task-set format (integers in the set's `unit`; `unit`, `tick_hz`, `priority`, `deadline`,
 //! `offset`, `hard_reservation`, `admission_bound` optional):
 //! ```toml
-//! unit = "1ms"          # ns, us, ms or s
+//! unit = "1ms"          # ns, us, ms or s, alone or after a count
 //! tick_hz = 10000       # kernel tick: timers fire on it
 //! horizon = 35
 //! admission_bound = 1.0 # enables admission control (off when absent)

@@ -3,6 +3,7 @@
 //! nanoseconds for the simulator.
 
 use std::fmt;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -72,7 +73,7 @@ pub enum TaskKind {
 pub struct TaskSetError {
     /// The file.
     pub file: PathBuf,
-    /// 1-based line (0 when the problem is the file as a whole).
+    /// 1-based line (0 when the file could not be read: shown as `cannot read FILE: rule`).
     pub line: usize,
     /// 1-based column.
     pub column: usize,
@@ -84,6 +85,9 @@ pub struct TaskSetError {
 
 impl fmt::Display for TaskSetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return write!(f, "cannot read {}: {}", self.file.display(), self.rule);
+        }
         write!(
             f,
             "{}:{}:{}: {}: {}",
@@ -148,13 +152,17 @@ impl Source<'_> {
     }
 }
 
-/// Parses a duration like `1ms`, `100us`, `10 ms`, `1s`, `500ns` into nanoseconds.
+/// Parses a duration like `1ms`, `100us`, `10 ms`, `1s`, `500ns`, or a bare unit (`ms` is
+/// `1ms`), into nanoseconds.
 pub fn parse_unit(text: &str) -> Option<u64> {
     let text = text.trim();
     let digits = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
-    let count: u64 = text[..digits].parse().ok()?;
+    let count: u64 = match &text[..digits] {
+        "" => 1,
+        number => number.parse().ok()?,
+    };
     let scale = match text[digits..].trim() {
         "ns" => 1,
         "us" | "µs" => 1_000,
@@ -165,14 +173,33 @@ pub fn parse_unit(text: &str) -> Option<u64> {
     count.checked_mul(scale).filter(|&ns| ns > 0)
 }
 
-/// Reads and validates a task-set file.
+/// Largest task-set file read (a million CBS jobs take about 16 MiB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Reads and validates a task-set file (at most [`MAX_FILE_BYTES`] are read).
 pub fn load(path: &Path) -> Result<TaskSet, TaskSetError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TaskSetError {
+    let unreadable = |rule: String| TaskSetError {
         file: path.to_path_buf(),
         line: 0,
         column: 0,
         field: "(file)".into(),
-        rule: format!("cannot be read: {e}"),
+        rule,
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| unreadable(e.to_string()))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(unreadable(format!(
+            "larger than {} MiB, more than a task set needs",
+            MAX_FILE_BYTES >> 20
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        unreadable(format!(
+            "not UTF-8 text (byte {})",
+            e.utf8_error().valid_up_to()
+        ))
     })?;
     parse(path, &text)
 }
@@ -194,7 +221,8 @@ pub fn parse(file: &Path, text: &str) -> Result<TaskSet, TaskSetError> {
                     u.span(),
                     "unit",
                     format!(
-                        "must be a positive whole number followed by ns, us, ms or s (got {:?})",
+                        "must be ns, us, ms or s, optionally after a positive whole number \
+                         (1ms, 100us; got {:?})",
                         u.get_ref()
                     ),
                 ))

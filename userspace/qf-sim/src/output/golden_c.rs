@@ -86,16 +86,103 @@ struct qf_golden {
 #endif /* QF_GOLDEN_TYPES_ */
 ";
 
-/// A C identifier made of `name` (other characters become `_`).
-pub fn identifier(name: &str) -> String {
-    let mut id: String = name
+/// Most slices, and most events, one header can hold (its counts are `uint16_t`).
+pub const MAX_ROWS: usize = u16::MAX as usize;
+
+/// C keywords (C89 to C23): names a header's object cannot take.
+const C_KEYWORDS: [&str; 60] = [
+    "auto",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
+    "alignas",
+    "alignof",
+    "bool",
+    "constexpr",
+    "false",
+    "nullptr",
+    "static_assert",
+    "thread_local",
+    "true",
+    "typeof",
+    "typeof_unqual",
+    "_Alignas",
+    "_Alignof",
+    "_Atomic",
+    "_BitInt",
+    "_Bool",
+    "_Complex",
+    "_Decimal128",
+    "_Decimal32",
+    "_Decimal64",
+    "_Generic",
+    "_Imaginary",
+    "_Noreturn",
+    "_Pragma",
+    "_Static_assert",
+    "_Thread_local",
+];
+
+/// The C identifier a header named `stem` (its file name without extension) defines: other
+/// characters than letters, digits and `_` become `_`, and a leading digit gets a `_` before
+/// it. Refused (with the reason) when the result is a C keyword or a name reserved to the C
+/// implementation (`__x`, `_X`), which no compiler would accept as the object's name.
+pub fn identifier(stem: &str) -> Result<String, String> {
+    let mut id: String = stem
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     if id.is_empty() || id.starts_with(|c: char| c.is_ascii_digit()) {
         id.insert(0, '_');
     }
-    id
+    if C_KEYWORDS.contains(&id.as_str()) {
+        return Err(format!(
+            "the C object would be named `{id}`, a C keyword; name the file after a valid C \
+             identifier (e.g. golden_{id}.h)"
+        ));
+    }
+    let mut chars = id.chars();
+    if chars.next() == Some('_')
+        && chars
+            .next()
+            .is_some_and(|c| c == '_' || c.is_ascii_uppercase())
+    {
+        return Err(format!(
+            "the C object would be named `{id}`, a name reserved to the C implementation \
+             (`__` or `_` and a capital); name the file after a valid C identifier"
+        ));
+    }
+    Ok(id)
 }
 
 /// The header text: the task set `source` and its simulated schedule, as the C object `name`.
@@ -250,9 +337,22 @@ mod tests {
 
     #[test]
     fn identifiers_are_made_valid_for_c() {
-        assert_eq!(identifier("golden_tc1"), "golden_tc1");
-        assert_eq!(identifier("golden-tc.1"), "golden_tc_1");
-        assert_eq!(identifier("1st"), "_1st");
+        assert_eq!(identifier("golden_tc1").as_deref(), Ok("golden_tc1"));
+        assert_eq!(identifier("golden-tc.1").as_deref(), Ok("golden_tc_1"));
+        assert_eq!(identifier("1st").as_deref(), Ok("_1st"));
+        assert_eq!(identifier("integer").as_deref(), Ok("integer"));
+    }
+
+    #[test]
+    fn keywords_and_reserved_names_are_refused() {
+        for stem in ["int", "struct", "_Bool", "static_assert"] {
+            let why = identifier(stem).expect_err(stem);
+            assert!(why.contains(&format!("`{stem}`, a C keyword")), "{why}");
+        }
+        for stem in ["__golden", "_Golden", "-Golden"] {
+            let why = identifier(stem).expect_err(stem);
+            assert!(why.contains("reserved to the C implementation"), "{why}");
+        }
     }
 
     #[test]
