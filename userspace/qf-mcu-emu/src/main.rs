@@ -16,7 +16,7 @@ use qf_mcu_emu::board::Board;
 use qf_mcu_emu::compute::ComputeModel;
 use qf_mcu_emu::control::{self, ControlServer};
 use qf_mcu_emu::faults::Faults;
-use qf_mcu_emu::ivshmem::IvshmemServer;
+use qf_mcu_emu::ivshmem::{IvshmemServer, MailboxPeer};
 use qf_mcu_emu::layout::control as field;
 use qf_mcu_emu::mcu::Mcu;
 use qf_mcu_emu::shm::SharedMemory;
@@ -37,6 +37,18 @@ struct Cli {
     /// the u64 BE compute-time trailer).
     #[arg(long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
+    /// Be the MCU of a board wired by `qf-board-bridge`: doorbells on this mailbox socket,
+    /// the shared memory in --shm-file (instead of being the ivshmem server).
+    #[arg(
+        long,
+        value_name = "PATH",
+        conflicts_with = "ivshmem_socket",
+        requires = "shm_file"
+    )]
+    mailbox_socket: Option<PathBuf>,
+    /// The board's shared-memory file (made by `qf-board-bridge`), with --mailbox-socket.
+    #[arg(long, value_name = "PATH", requires = "mailbox_socket")]
+    shm_file: Option<PathBuf>,
     /// Accept fault and lifecycle commands on this Unix socket (see `qf-mcu-emu ctl`).
     #[arg(long, value_name = "PATH")]
     control_socket: Option<PathBuf>,
@@ -137,8 +149,8 @@ fn run(cli: Cli) -> Result<()> {
         }
         return Ok(());
     }
-    if cli.ivshmem_socket.is_none() && cli.unix_socket.is_none() {
-        bail!("nothing to serve: give --ivshmem-socket PATH and/or --unix-socket PATH");
+    if cli.ivshmem_socket.is_none() && cli.unix_socket.is_none() && cli.mailbox_socket.is_none() {
+        bail!("nothing to serve: give --ivshmem-socket PATH (or --mailbox-socket PATH) and/or --unix-socket PATH");
     }
     let stop = EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC)
         .context("creating the stop eventfd")?;
@@ -152,19 +164,32 @@ fn run(cli: Cli) -> Result<()> {
         Mcu::new(Faults::new(cli.latency_us, cli.drop_every, cli.silent))
             .with_compute(cli.compute_model),
     );
-    let shm = match &cli.ivshmem_socket {
-        Some(_) => Some(Arc::new(SharedMemory::create(cli.shm_size)?)),
-        None => None,
+    let shm = match (&cli.ivshmem_socket, &cli.shm_file) {
+        (Some(_), _) => Some(Arc::new(SharedMemory::create(cli.shm_size)?)),
+        (None, Some(path)) => Some(Arc::new(SharedMemory::open_file(path)?)),
+        (None, None) => None,
     };
     let ivshmem = match (&cli.ivshmem_socket, &shm) {
         (Some(path), Some(shm)) => Some(IvshmemServer::bind(path, shm.file())?),
         _ => None,
     };
-    let mut board = match (&ivshmem, &shm) {
-        (Some(server), Some(shm)) => Some(Board::new(
+    let mailbox = match &cli.mailbox_socket {
+        Some(path) => Some(MailboxPeer::connect(
+            path,
+            std::time::Duration::from_secs(10),
+        )?),
+        None => None,
+    };
+    let lines = match (&ivshmem, &mailbox) {
+        (Some(server), _) => Some((server.mcu_doorbell(), server.guest_notifier())),
+        (None, Some(peer)) => Some((peer.mcu_doorbell(), peer.guest_notifier())),
+        (None, None) => None,
+    };
+    let mut board = match (&lines, &shm) {
+        (Some((doorbell, guest)), Some(shm)) => Some(Board::new(
             Arc::clone(shm),
-            server.mcu_doorbell(),
-            server.guest_notifier(),
+            Arc::clone(doorbell),
+            Arc::clone(guest),
             Arc::clone(&mcu),
         )?),
         _ => None,
@@ -179,7 +204,7 @@ fn run(cli: Cli) -> Result<()> {
                 &mcu,
                 shm.clone(),
                 board.as_ref().map(Board::stats),
-                ivshmem.as_ref().map(|s| s.guest_notifier()),
+                lines.as_ref().map(|(_, guest)| Arc::clone(guest)),
             );
             Some(ControlServer::bind(
                 path,
@@ -191,8 +216,8 @@ fn run(cli: Cli) -> Result<()> {
         None => None,
     };
     log::info!(
-        "serving: ivshmem {:?}, unix {:?}, control {:?}, shm {} bytes, latency {} us, drop every {}, silent {}, compute {}",
-        cli.ivshmem_socket, cli.unix_socket, cli.control_socket, cli.shm_size, cli.latency_us, cli.drop_every, cli.silent, cli.compute_model.name()
+        "serving: ivshmem {:?}, mailbox {:?}, unix {:?}, control {:?}, shm {} bytes, latency {} us, drop every {}, silent {}, compute {}",
+        cli.ivshmem_socket, cli.mailbox_socket, cli.unix_socket, cli.control_socket, shm.as_ref().map_or(cli.shm_size, |s| s.size()), cli.latency_us, cli.drop_every, cli.silent, cli.compute_model.name()
     );
 
     let stop_fd = stop.as_fd();
@@ -203,6 +228,9 @@ fn run(cli: Cli) -> Result<()> {
         let mut workers = Vec::new();
         if let Some(server) = &ivshmem {
             workers.push(scope.spawn(move || server.run(stop_fd).context("ivshmem server")));
+        }
+        if let Some(peer) = &mailbox {
+            workers.push(scope.spawn(move || peer.run(stop_fd).context("mailbox")));
         }
         if let Some(board) = board.as_mut() {
             workers.push(scope.spawn(move || board.run(stop_fd).context("mcu board")));

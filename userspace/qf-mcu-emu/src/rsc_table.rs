@@ -14,6 +14,11 @@ pub const VIRTIO_RPMSG_F_NS: u32 = 0;
 /// `VIRTIO_CONFIG_S_DRIVER_OK`.
 pub const STATUS_DRIVER_OK: u8 = 4;
 
+/// `FW_RSC_ADDR_ANY`: an address the firmware leaves to the host.
+pub const FW_RSC_ADDR_ANY: u32 = u32::MAX;
+/// Smallest vring alignment Linux accepts for a remoteproc vring (and OpenAMP's default).
+pub const MIN_VRING_ALIGN: u32 = 16;
+
 /// Offset of the vdev entry's header inside the table (after ver, num, reserved[2], offset[1]).
 pub const VDEV_ENTRY_OFFSET: usize = 20;
 /// Offset of `fw_rsc_vdev` (after the 4-byte `fw_rsc_hdr`).
@@ -76,8 +81,11 @@ pub fn encode() -> [u8; TABLE_LEN] {
     t
 }
 
-/// Parses the vdev entry of a table read from shared memory and checks the vrings still lie in
-/// their areas (Linux may rewrite `da` and `notifyid`; anything else means a corrupt table).
+/// Parses a table read from shared memory (header, then its one vdev entry) and checks the
+/// vrings: a power-of-two size up to 256, an alignment of at least 16, and a `da` inside their
+/// areas or `FW_RSC_ADDR_ANY`, which stands for the area's own address (an OpenAMP firmware's
+/// table leaves the addresses to the host). Linux may rewrite `da` and `notifyid`; anything else
+/// means a corrupt table.
 pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
     let get = |at: usize| u32::from_le_bytes([t[at], t[at + 1], t[at + 2], t[at + 3]]);
     let expect = |field, found: u32, want: u32, expected| {
@@ -91,6 +99,9 @@ pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
             })
         }
     };
+    expect("ver", get(0), 1, "1")?;
+    expect("num", get(4), 1, "1 (one entry)")?;
+    expect("offset[0]", get(16), VDEV_ENTRY_OFFSET as u32, "20")?;
     expect("type", get(VDEV_ENTRY_OFFSET), RSC_VDEV, "RSC_VDEV (3)")?;
     expect(
         "id",
@@ -117,8 +128,25 @@ pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
             num: get(at + 8),
             notifyid: get(at + 12),
         };
-        expect("vring.num", vring.num, u32::from(VRING_NUM), "256")?;
-        expect("vring.align", vring.align, VRING_ALIGN, "4096")?;
+        if !vring.num.is_power_of_two() || vring.num > u32::from(VRING_NUM) {
+            return Err(TableError::Field {
+                field: "vring.num",
+                found: u64::from(vring.num),
+                expected: "a power of two, at most 256",
+            });
+        }
+        if !vring.align.is_power_of_two() || vring.align < MIN_VRING_ALIGN {
+            return Err(TableError::Field {
+                field: "vring.align",
+                found: u64::from(vring.align),
+                expected: "a power of two, at least 16",
+            });
+        }
+        // An address left to the host: the vring is where the contract puts it, which is
+        // where Linux's carveout is.
+        if vring.da == FW_RSC_ADDR_ANY {
+            vring.da = da(area) as u32;
+        }
         let start = u64::from(vring.da);
         let size = crate::layout::vring_size(u64::from(vring.num), u64::from(vring.align));
         if start < da(area) || start + size > da(area) + VRING_AREA {
@@ -175,14 +203,46 @@ mod tests {
     fn a_wrong_vring_size_is_rejected_with_its_field_name() {
         let mut t = encode();
         let at = VDEV_OFFSET + VDEV_LEN + 8;
-        t[at..at + 4].copy_from_slice(&128u32.to_le_bytes());
-        assert_eq!(
+        for bad in [0u32, 100, 512] {
+            t[at..at + 4].copy_from_slice(&bad.to_le_bytes());
+            assert_eq!(
+                decode_vdev(&t),
+                Err(TableError::Field {
+                    field: "vring.num",
+                    found: u64::from(bad),
+                    expected: "a power of two, at most 256"
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn an_openamp_table_with_addresses_left_to_the_host_is_read_with_the_contract_das() {
+        // What Zephyr's resource_table.c publishes: da FW_RSC_ADDR_ANY, align 16.
+        let mut t = encode();
+        for i in 0..2 {
+            let at = VDEV_OFFSET + VDEV_LEN + i * VRING_LEN;
+            t[at..at + 4].copy_from_slice(&FW_RSC_ADDR_ANY.to_le_bytes());
+            t[at + 4..at + 8].copy_from_slice(&16u32.to_le_bytes());
+        }
+        let vdev = decode_vdev(&t).unwrap();
+        assert_eq!(vdev.vrings[0].da, 0x1001_0000);
+        assert_eq!(vdev.vrings[1].da, 0x1002_0000);
+        assert_eq!(vdev.vrings[0].align, 16);
+        t[VDEV_OFFSET + VDEV_LEN + 4..VDEV_OFFSET + VDEV_LEN + 8]
+            .copy_from_slice(&8u32.to_le_bytes());
+        assert!(matches!(
             decode_vdev(&t),
             Err(TableError::Field {
-                field: "vring.num",
-                found: 128,
-                expected: "256"
+                field: "vring.align",
+                ..
             })
-        );
+        ));
+        t = encode();
+        t[4] = 2;
+        assert!(matches!(
+            decode_vdev(&t),
+            Err(TableError::Field { field: "num", .. })
+        ));
     }
 }
