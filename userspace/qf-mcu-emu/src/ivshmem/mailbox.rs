@@ -128,9 +128,16 @@ impl Bridge {
     }
 
     fn pass_to_mcu(&self, mcu: &mut Option<UnixStream>, vector: usize) {
-        let sent = mcu.as_ref().is_some_and(|stream| {
-            u8::try_from(vector).is_ok_and(|byte| (&*stream).write_all(&[byte]).is_ok())
-        });
+        let sent = match (mcu.as_ref(), u8::try_from(vector)) {
+            (Some(stream), Ok(byte)) => match (&*stream).write_all(&[byte]) {
+                Ok(()) => true,
+                Err(e) => {
+                    log::warn!("mailbox: doorbell {vector} not passed to the MCU: {e}");
+                    false
+                }
+            },
+            _ => false,
+        };
         self.count(|s| {
             if sent {
                 s.to_mcu += 1;
