@@ -5,6 +5,8 @@
 //! QF_BOARD_IVSHMEM=/path/to/ivshmem.sock cargo test -p qf-mcu-emu --test external_mcu -- \
 //!     --ignored --test-threads 1
 //!
+//! QF_BOARD_FRAMES (default 500) sets the frame count; QF_BOARD_ADD_ONLY=1 sends only `add`
+//! (for exec traces of the request path, zephyr-module/scripts/board-path.py).
 //! Each test attaches anew (a new session), as Linux does after a module reload.
 
 mod common;
@@ -58,13 +60,18 @@ fn reply(linux: &mut LinuxSide, chain_results: &mut u64) -> Option<common::linux
 
 /// A request of every declared task in turn (add, crc32, fir_x1, fir_x64, fir_x512).
 fn request(id: u64, epoch: u32) -> Vec<u8> {
-    let task = [
-        Task::Add,
-        Task::Crc32,
-        Task::FirX1,
-        Task::FirX64,
-        Task::FirX512,
-    ][(id % 5) as usize];
+    let add_only = std::env::var_os("QF_BOARD_ADD_ONLY").is_some();
+    let task = if add_only {
+        Task::Add
+    } else {
+        [
+            Task::Add,
+            Task::Crc32,
+            Task::FirX1,
+            Task::FirX64,
+            Task::FirX512,
+        ][(id % 5) as usize]
+    };
     let header = Header::request(task.id(), task.effect(), id, epoch);
     let mut out = [0u8; MAX_FRAME_LEN];
     let len = match task {
@@ -120,7 +127,7 @@ fn every_task_is_answered_as_qf_tasks_answers_it() {
         linux.send(LINUX_EPT, CHANNEL_ADDR, &frame);
         let reply = reply(&mut linux, &mut chain_results)
             .unwrap_or_else(|| panic!("reply to invocation {id} (lost)"));
-        if id % 5 == 0 {
+        if id % 5 == 0 || std::env::var_os("QF_BOARD_ADD_ONLY").is_some() {
             add_rtt.push(sent.elapsed());
         }
         assert_eq!((reply.src, reply.dst), (CHANNEL_ADDR, LINUX_EPT));
