@@ -121,6 +121,17 @@ static int qf_rpmsg_send(const uint8_t *frame, size_t len, void *ctx)
 	return rpmsg_trysend(ept, frame, (int)len) < 0 ? -ENOBUFS : 0;
 }
 
+int qf_rpmsg_init(void)
+{
+	struct metal_init_params metal_params = METAL_INIT_DEFAULTS;
+	int status = metal_init(&metal_params);
+
+	if (status != 0) {
+		LOG_ERR("metal_init: %d", status);
+	}
+	return status;
+}
+
 int qf_rpmsg_open(void *table, int table_size, void *const vring_va[2], void *buf_va,
 		  metal_phys_addr_t buf_pa, size_t buf_len, rpvdev_notify_func notify)
 {
@@ -234,13 +245,11 @@ static void qf_rpmsg_thread(void *arg1, void *arg2, void *arg3)
 	ARG_UNUSED(arg1);
 	ARG_UNUSED(arg2);
 	ARG_UNUSED(arg3);
-	struct metal_init_params metal_params = METAL_INIT_DEFAULTS;
 	void *table;
 	int table_size;
-	int status = metal_init(&metal_params);
+	int status = qf_rpmsg_init();
 
 	if (status != 0) {
-		LOG_ERR("metal_init: %d", status);
 		return;
 	}
 	void *shm = qf_executor_rpmsg_shm();

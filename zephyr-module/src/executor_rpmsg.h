@@ -9,6 +9,9 @@
 #include <openamp/open_amp.h>
 #include <metal/io.h>
 
+/* libmetal's initialisation, once before the first qf_rpmsg_open(): 0 or its error (logged). */
+int qf_rpmsg_init(void);
+
 /*
  * Brings up the rpmsg vdev of the resource table @p table (waiting for DRIVER_OK in its status),
  * its two vrings (at @p vring_va, or at the das Linux wrote in the table when NULL), the buffers

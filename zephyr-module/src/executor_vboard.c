@@ -237,16 +237,10 @@ static void vb_thread(void *arg1, void *arg2, void *arg3)
 	ARG_UNUSED(arg1);
 	ARG_UNUSED(arg2);
 	ARG_UNUSED(arg3);
-	struct metal_init_params metal_params = METAL_INIT_DEFAULTS;
 	void *table;
 	int table_size;
-	int status = metal_init(&metal_params);
 
-	if (status != 0) {
-		LOG_ERR("metal_init: %d", status);
-		return;
-	}
-	if (vb_boot(&table, &table_size) != 0) {
+	if (qf_rpmsg_init() != 0 || vb_boot(&table, &table_size) != 0) {
 		return;
 	}
 	while (true) {

@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 
 use common::frames::Reference;
 use common::linux::LinuxSide;
-use qf_abi::{encode_frame, Header, MAX_FRAME_LEN};
 use qf_mcu_emu::layout::{control, CHANNEL_ADDR};
 use qf_mcu_emu::rpmsg::{self, NS_ADDR};
-use qf_tasks::{AddRequest, Crc32Request, FirRequest, Task};
+use qf_tasks::Task;
 
 /// A TCG Cortex-M33 takes far longer than the emulator for fir_x512.
 const T: Duration = Duration::from_secs(30);
@@ -72,34 +71,7 @@ fn request(id: u64, epoch: u32) -> Vec<u8> {
             Task::FirX512,
         ][(id % 5) as usize]
     };
-    let header = Header::request(task.id(), task.effect(), id, epoch);
-    let mut out = [0u8; MAX_FRAME_LEN];
-    let len = match task {
-        Task::Add => encode_frame(
-            &header,
-            &AddRequest {
-                a: id as i32,
-                b: -7,
-            },
-            &mut out,
-        ),
-        Task::Crc32 => encode_frame(
-            &header,
-            &Crc32Request {
-                block: [id as u8; 64],
-            },
-            &mut out,
-        ),
-        _ => encode_frame(
-            &header,
-            &FirRequest {
-                samples: [id as i16; 32],
-            },
-            &mut out,
-        ),
-    }
-    .unwrap();
-    out[..len].to_vec()
+    common::frames::task_request(task, id, epoch)
 }
 
 fn epoch() -> u32 {
