@@ -1,68 +1,78 @@
 #!/usr/bin/env python3
 """Instructions of the executor's rpmsg path on the virtual board's Cortex-M33, from a QEMU exec
-trace (`-icount shift=N -accel tcg,one-insn-per-tb=on -d exec,nochain -D LOG`) of the executor
-sample built with vboard.overlay/vboard.conf while Linux sends requests (e.g. `add` only).
+trace (`-icount shift=N -accel tcg,one-insn-per-tb=on -d exec,nochain -D LOG`, one line per
+executed instruction) of the executor sample built with vboard.overlay/vboard.conf while Linux
+sends requests (e.g. `add` only, with the resident chain off).
 
-Windows, counted with qemu-overhead.py's call/return tracking (a call is counted from its first
-instruction to the return that leaves it):
+A window opens at the first instruction of a function and closes when execution is back in the
+function that called it (the symbol of the instruction before the entry), so everything run in
+between is counted, callees and any interrupt that came in (rare: the median is reported).
 
-  qfabric      qf_rpmsg_rx, the endpoint's receive callback, without the subtree of OpenAMP's
-               send (rpmsg_send_offchannel_raw): decoding, dispatch, the task, encoding
-  callback     qf_rpmsg_rx whole: the above and OpenAMP's send (tx buffer, copy, virtqueue,
-               the doorbell to Linux)
-  notified     rproc_virtio_notified whole: OpenAMP's virtqueue work around the callback (taking
-               the received buffer, returning it) on one doorbell
+  qfabric    qf_rpmsg_rx (the endpoint's receive callback) up to the entry of OpenAMP's send,
+             rpmsg_send_offchannel_raw: decoding, dispatch, the task, encoding the reply
+  callback   qf_rpmsg_rx to its return: the above and OpenAMP's send (tx buffer, copy,
+             virtqueue, the doorbell byte to Linux)
+  notified   rproc_virtio_notified to its return: OpenAMP's virtqueue work around the callback
+             for one doorbell (taking each received buffer, returning it), all callbacks in it
 
-  board-path.py ELF [--objdump arm-none-eabi-objdump] < LOG
+  board-path.py < LOG
 """
-import argparse
-import importlib.util
-import pathlib
+import re
 import statistics
 import sys
 
+TRACE = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/[0-9a-f]+/[0-9a-f]+\] (\S+)")
+# name: (function whose entry opens the window, function whose entry closes it or None for the
+# return to the caller)
 WINDOWS = {
-    "qfabric": ("qf_rpmsg_rx", {"qf_rpmsg_rx": "rpmsg_send_offchannel_raw"}),
-    "callback": ("qf_rpmsg_rx", {}),
-    "notified": ("rproc_virtio_notified", {}),
+    "qfabric": ("qf_rpmsg_rx", "rpmsg_send_offchannel_raw"),
+    "callback": ("qf_rpmsg_rx", None),
+    "notified": ("rproc_virtio_notified", None),
 }
 
 
-def overhead_module():
-    """qemu-overhead.py (its trace parsing and call/return tracking), loaded by path."""
-    path = pathlib.Path(__file__).with_name("qemu-overhead.py")
-    spec = importlib.util.spec_from_file_location("qemu_overhead", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def counts(overhead, lines, kinds, hook, excluded):
-    """Instructions of every call of `hook`, with the subtree of `excluded[hook]` left out."""
-    overhead.HOOKS = {hook: hook}
-    overhead.EXCLUDED = excluded
-    overhead.INCLUDED = {}
-    return [count for _, count, _ in overhead.measure(iter(lines), kinds)]
+def windows(lines):
+    """{name: [instructions per window]} over the trace."""
+    found = {name: [] for name in WINDOWS}
+    open_windows = {}  # name -> [count, caller]
+    previous_symbol = None
+    previous_pc = None
+    for line in lines:
+        match = TRACE.match(line)
+        if not match:
+            continue
+        pc, symbol = int(match.group(1), 16), match.group(2)
+        # QEMU logs an instruction twice when it restarts it (icount I/O): count it once.
+        if pc == previous_pc:
+            continue
+        previous_pc = pc
+        entered = symbol != previous_symbol
+        for name, state in list(open_windows.items()):
+            _, end = WINDOWS[name]
+            if entered and (symbol == end if end else symbol == state[1]):
+                found[name].append(state[0])
+                del open_windows[name]
+            else:
+                state[0] += 1
+        if entered:
+            for name, (start, _) in WINDOWS.items():
+                if symbol == start and name not in open_windows:
+                    open_windows[name] = [1, previous_symbol]
+        previous_symbol = symbol
+    return found
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("elf", help="the traced image (zephyr.elf)")
-    parser.add_argument("--objdump", default="arm-none-eabi-objdump")
-    args = parser.parse_args()
-    overhead = overhead_module()
-    kinds = overhead.instruction_kinds(args.elf, args.objdump)
-    lines = sys.stdin.readlines()
+    if len(sys.argv) > 1:
+        sys.exit(__doc__)
+    found = windows(sys.stdin)
+    if not any(found.values()):
+        sys.exit("board-path: no call of qf_rpmsg_rx or rproc_virtio_notified in the trace")
     print("window,calls,median,min,max (M33 instructions, QEMU exec trace)")
-    found = False
-    for name, (hook, excluded) in WINDOWS.items():
-        samples = counts(overhead, lines, kinds, hook, excluded)
+    for name, samples in found.items():
         if samples:
-            found = True
             print(f"{name},{len(samples)},{statistics.median(samples):.0f},"
                   f"{min(samples)},{max(samples)}")
-    if not found:
-        sys.exit("board-path: no call of qf_rpmsg_rx or rproc_virtio_notified in the trace")
 
 
 if __name__ == "__main__":

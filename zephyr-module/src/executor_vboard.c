@@ -200,6 +200,16 @@ static int vb_boot(void **table, int *table_size)
 		return status;
 	}
 	uart_irq_rx_enable(mbox);
+	/*
+	 * A doorbell that reached the UART before its interrupt was enabled (rung by Linux while
+	 * this MCU was being reset) fills the one-byte receive buffer without raising the
+	 * interrupt, and a full buffer takes no more bytes: take it now, or the mailbox stays
+	 * blocked. A stale doorbell is then dropped by the session rule.
+	 */
+	unsigned int key = irq_lock();
+
+	vb_mailbox_isr(mbox, NULL);
+	irq_unlock(key);
 	k_timer_start(&vb_heartbeat_timer, K_USEC(VB_HEARTBEAT_US), K_USEC(VB_HEARTBEAT_US));
 	barrier_dmem_fence_full();
 	cb_write(CB_MCU_STATE, MCU_RUNNING);
