@@ -8,7 +8,7 @@ set -u
 qfg=/bin/qf-board-guest
 frames=10000
 
-echo "QFTEST PLAN 14"
+echo "QFTEST PLAN 15"
 
 check module-load insmod /qfabric_rproc.ko
 if wait_for 120 attached; then pass attach "$(dmesg | grep 'attached to MCU' | tail -n 1)"
@@ -33,6 +33,14 @@ emit board/latency-zephyr.txt /tmp/latency.log
 # payload (bad payload lengths, unknown content), each answered with the dispatcher's status.
 if wait_for 10 ctrl_dev; then pass rpmsg-ctrl "$(ls /dev/rpmsg_ctrl*)"; else fail rpmsg-ctrl "no /dev/rpmsg_ctrl*"; fi
 check malformed-sizes $qfg sizes --epoch 4
+# The resident chain (crc32 of a fixed block every 100 ms on a periodic CBS thread, contract 1,
+# epoch 1): the Zephyr image starts it at boot, the emulator when asked (the same template).
+# Read through rpmsg_char, every result compared byte for byte, no id may be skipped.
+host chain start 100000 "$($qfg chain-template --epoch 1)" 2000
+sleep 1 # the harness polls the console every 200 ms
+chain_out=$($qfg chain --count 100 --period-us 100000 --epoch 1 2>&1); status=$?
+if [ $status -eq 0 ] && echo "$chain_out" | grep -q ' 0 ids skipped'; then pass resident-chain "$(echo "$chain_out" | tail -n 1)"
+else fail resident-chain "$(echo "$chain_out" | tail -n 2 | tr '\n' ' ')"; fi
 
 # MCU reset during traffic: the heartbeat watchdog (or the new generation) reports a crash,
 # the waiting caller gets an error, the firmware re-attaches, traffic resumes.

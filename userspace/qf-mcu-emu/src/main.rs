@@ -4,7 +4,6 @@
 
 use std::io::Write;
 use std::os::fd::AsFd;
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,6 +18,7 @@ use qf_mcu_emu::faults::Faults;
 use qf_mcu_emu::ivshmem::{IvshmemServer, MailboxPeer};
 use qf_mcu_emu::layout::control as field;
 use qf_mcu_emu::mcu::Mcu;
+use qf_mcu_emu::process::{self, parse_size};
 use qf_mcu_emu::shm::SharedMemory;
 use qf_mcu_emu::unix_endpoint::UnixEndpoint;
 
@@ -88,48 +88,9 @@ enum Ctl {
     },
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let (digits, shift) = match text.char_indices().last() {
-        Some((i, 'K' | 'k')) => (&text[..i], 10),
-        Some((i, 'M' | 'm')) => (&text[..i], 20),
-        Some((i, 'G' | 'g')) => (&text[..i], 30),
-        _ => (text, 0),
-    };
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size (e.g. 4M, 2097152)"))?;
-    value
-        .checked_shl(shift)
-        .filter(|v| v >> shift == value)
-        .ok_or_else(|| format!("'{text}' is too large"))
-}
-
-struct StderrLogger(log::LevelFilter);
-
-impl log::Log for StderrLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= self.0
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            // A closed stderr (the harness went away) must not take the emulator down.
-            let level = record.level().as_str().to_lowercase();
-            let _ = writeln!(std::io::stderr(), "qf-mcu-emu: {level}: {}", record.args());
-        }
-    }
-    fn flush(&self) {}
-}
-
 fn main() {
     let cli = Cli::parse();
-    let level = if cli.verbose > 0 {
-        log::LevelFilter::Debug
-    } else {
-        log::LevelFilter::Info
-    };
-    let logger: &'static StderrLogger = Box::leak(Box::new(StderrLogger(level)));
-    let _ = log::set_logger(logger).map(|()| log::set_max_level(level));
+    process::init_log("qf-mcu-emu", cli.verbose > 0);
     if let Err(e) = run(cli) {
         let _ = writeln!(std::io::stderr(), "qf-mcu-emu: error: {e:#}");
         std::process::exit(1);
@@ -154,11 +115,7 @@ fn run(cli: Cli) -> Result<()> {
     }
     let stop = EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC)
         .context("creating the stop eventfd")?;
-    let (signal_rx, signal_tx) = UnixStream::pair().context("creating the signal pipe")?;
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::low_level::pipe::register(signal, signal_tx.try_clone()?)
-            .with_context(|| format!("installing the handler for signal {signal}"))?;
-    }
+    let signal_rx = process::signal_socket()?;
 
     let mcu = Arc::new(
         Mcu::new(Faults::new(cli.latency_us, cli.drop_every, cli.silent))
@@ -243,30 +200,10 @@ fn run(cli: Cli) -> Result<()> {
             workers.push(scope.spawn(move || server.run(stop_fd).context("control socket")));
         }
         // Wait for a signal, or for a worker to end on its own (an error).
-        let signal_fd = signal_rx.as_fd();
-        loop {
-            let mut fds = [nix::poll::PollFd::new(
-                signal_fd,
-                nix::poll::PollFlags::POLLIN,
-            )];
-            let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(200u16));
-            if fds[0].revents().is_some_and(|r| !r.is_empty())
-                || workers.iter().any(|w| w.is_finished())
-            {
-                break;
-            }
-        }
+        process::wait_for_signal_or_end(signal_rx.as_fd(), &workers);
         log::info!("stopping");
         stop.write(1).context("signalling the workers to stop")?;
-        let mut result = Ok(());
-        for worker in workers {
-            match worker.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => result = Err(e),
-                Err(_) => result = Err(anyhow::anyhow!("a worker thread panicked")),
-            }
-        }
-        result
+        process::join_all(workers)
     })
 }
 

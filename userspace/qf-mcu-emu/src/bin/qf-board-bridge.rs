@@ -9,7 +9,6 @@
 
 use std::io::Write;
 use std::os::fd::AsFd;
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -19,6 +18,7 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 
 use qf_mcu_emu::ivshmem::{Bridge, IvshmemServer};
 use qf_mcu_emu::layout::{control, McuState, LAYOUT_VERSION, MAGIC, RSC_TABLE_OFFSET};
+use qf_mcu_emu::process::{self, parse_size};
 use qf_mcu_emu::rsc_table::{self, TABLE_LEN};
 use qf_mcu_emu::shm::SharedMemory;
 
@@ -60,47 +60,9 @@ enum Command {
     },
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
-    let (digits, shift) = match text.trim().char_indices().last() {
-        Some((i, 'K' | 'k')) => (&text[..i], 10),
-        Some((i, 'M' | 'm')) => (&text[..i], 20),
-        _ => (text, 0),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|v| v.checked_shl(shift).filter(|s| s >> shift == v))
-        .ok_or_else(|| format!("'{text}' is not a size (e.g. 16M)"))
-}
-
-struct StderrLogger(log::LevelFilter);
-
-impl log::Log for StderrLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= self.0
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            let level = record.level().as_str().to_lowercase();
-            let _ = writeln!(
-                std::io::stderr(),
-                "qf-board-bridge: {level}: {}",
-                record.args()
-            );
-        }
-    }
-    fn flush(&self) {}
-}
-
 fn main() {
     let cli = Cli::parse();
-    let level = if cli.verbose > 0 {
-        log::LevelFilter::Debug
-    } else {
-        log::LevelFilter::Info
-    };
-    let logger: &'static StderrLogger = Box::leak(Box::new(StderrLogger(level)));
-    let _ = log::set_logger(logger).map(|()| log::set_max_level(level));
+    process::init_log("qf-board-bridge", cli.verbose > 0);
     let result = match &cli.command {
         Some(Command::Check {
             shm_file,
@@ -122,11 +84,7 @@ fn bridge(cli: &Cli) -> Result<()> {
     };
     let stop = EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC)
         .context("creating the stop eventfd")?;
-    let (signal_rx, signal_tx) = UnixStream::pair().context("creating the signal pipe")?;
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::low_level::pipe::register(signal, signal_tx.try_clone()?)
-            .with_context(|| format!("installing the handler for signal {signal}"))?;
-    }
+    let signal_rx = process::signal_socket()?;
     let shm = SharedMemory::create_file(shm_file, cli.shm_size)?;
     let server = IvshmemServer::bind(ivshmem_socket, shm.file())?;
     let bridge = Bridge::bind(
@@ -148,30 +106,10 @@ fn bridge(cli: &Cli) -> Result<()> {
             scope.spawn(|| server.run(stop_fd).context("ivshmem server")),
             scope.spawn(|| bridge.run(stop_fd).context("mailbox bridge")),
         ];
-        let signal_fd = signal_rx.as_fd();
-        loop {
-            let mut fds = [nix::poll::PollFd::new(
-                signal_fd,
-                nix::poll::PollFlags::POLLIN,
-            )];
-            let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(200u16));
-            if fds[0].revents().is_some_and(|r| !r.is_empty())
-                || workers.iter().any(|w| w.is_finished())
-            {
-                break;
-            }
-        }
+        process::wait_for_signal_or_end(signal_rx.as_fd(), &workers);
         log::info!("stopping");
         let _ = stop.write(1);
-        let mut result = Ok(());
-        for worker in workers {
-            match worker.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => result = Err(e),
-                Err(_) => result = Err(anyhow::anyhow!("a worker thread panicked")),
-            }
-        }
-        result
+        process::join_all(Vec::from(workers))
     });
     log::info!(
         "mailbox: {}",
