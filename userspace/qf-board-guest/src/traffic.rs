@@ -204,7 +204,8 @@ pub fn frames(
 /// Every message length from 1 to the rpmsg limit (valid headers, arbitrary payloads: the MCU
 /// must answer exactly what the dispatcher says, usually a rejection), then one byte more,
 /// which `rpmsg_char` must refuse with EMSGSIZE, then a normal frame to show nothing broke.
-pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
+/// Messages the MCU sends unasked meanwhile (`unsolicited`: a resident chain's results) are skipped.
+pub fn sizes(ep: &mut Endpoint, epoch: u32, unsolicited: impl Fn(&[u8]) -> bool) -> Result<()> {
     let mut mirror = Mirror::new(epoch);
     let mut frame = [0u8; MAX_FRAME_LEN];
     for len in 1..=RPMSG_MAX_PAYLOAD {
@@ -215,7 +216,9 @@ pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
         let full = encode_frame_raw(&header, &payload, &mut frame)
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let message = &frame[..full.min(len)];
-        exchange(ep, &mut mirror, message, &format!("size {len}"))?;
+        exchange_skipping(ep, &mut mirror, message, &format!("size {len}"), |m| {
+            Ok(unsolicited(m))
+        })?;
     }
     let oversize = vec![0u8; RPMSG_MAX_PAYLOAD + 1];
     match ep.send(&oversize) {
@@ -227,7 +230,13 @@ pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
         Ok(()) => bail!("oversize ({} bytes) was accepted", oversize.len()),
     }
     let len = mirror.request(0, &mut frame)?;
-    exchange(ep, &mut mirror, &frame[..len], "frame after oversize")?;
+    exchange_skipping(
+        ep,
+        &mut mirror,
+        &frame[..len],
+        "frame after oversize",
+        |m| Ok(unsolicited(m)),
+    )?;
     println!(
         "sizes: every length 1..={RPMSG_MAX_PAYLOAD} answered as qf_tasks::serve does; {} bytes refused with EMSGSIZE; traffic continues",
         RPMSG_MAX_PAYLOAD + 1
