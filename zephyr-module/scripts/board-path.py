@@ -17,11 +17,10 @@ between is counted, callees and any interrupt that came in (rare: the median is 
 
   board-path.py < LOG
 """
-import re
+import importlib.util
+import pathlib
 import statistics
 import sys
-
-TRACE = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/[0-9a-f]+/[0-9a-f]+\] (\S+)")
 # name: (function whose entry opens the window, function whose entry closes it or None for the
 # return to the caller)
 WINDOWS = {
@@ -31,21 +30,21 @@ WINDOWS = {
 }
 
 
+def overhead_module():
+    """qemu-overhead.py (its trace reader), loaded by path."""
+    path = pathlib.Path(__file__).with_name("qemu-overhead.py")
+    spec = importlib.util.spec_from_file_location("qemu_overhead", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def windows(lines):
     """{name: [instructions per window]} over the trace."""
     found = {name: [] for name in WINDOWS}
     open_windows = {}  # name -> [count, caller]
     previous_symbol = None
-    previous_pc = None
-    for line in lines:
-        match = TRACE.match(line)
-        if not match:
-            continue
-        pc, symbol = int(match.group(1), 16), match.group(2)
-        # QEMU logs an instruction twice when it restarts it (icount I/O): count it once.
-        if pc == previous_pc:
-            continue
-        previous_pc = pc
+    for _, symbol in overhead_module().executed(lines):
         entered = symbol != previous_symbol
         for name, state in list(open_windows.items()):
             _, end = WINDOWS[name]
