@@ -318,7 +318,14 @@ impl ThreadBody for Watchdog {
                         }
                         Err(why) => {
                             if last_reason != Some(why) {
-                                pr_info!("waiting for the MCU's resource table: {:?}\n", why);
+                                if let NotReady::Malformed(defect) = why {
+                                    pr_err!(
+                                        "the MCU's resource table is malformed, not attaching: {:?}\n",
+                                        defect
+                                    );
+                                } else {
+                                    pr_info!("waiting for the MCU's resource table: {:?}\n", why);
+                                }
                                 last_reason = Some(why);
                             }
                         }

@@ -83,6 +83,55 @@ pub enum NotReady {
     WrongLayout(u32),
     State(u32),
     BadTable { offset: u32, size: u32 },
+    /// The table is in its slot but is not the board's (one rpmsg vdev, two vrings that fit
+    /// their carveouts): the first defect found, with the value found.
+    Malformed(TableDefect),
+}
+
+/// What is wrong with a published resource table (`docs/virtual-board.md`, *Resource table*).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TableDefect {
+    /// `ver` is not 1.
+    Version(u32),
+    /// `num` is not 1 (the board has one resource, the rpmsg vdev).
+    Entries(u32),
+    /// `offset[0]` does not leave room for the vdev inside the table.
+    EntryOffset(u32),
+    /// The entry is not `RSC_VDEV` (3).
+    EntryType(u32),
+    /// The vdev is not `VIRTIO_ID_RPMSG` (7).
+    VdevId(u32),
+    /// The vdev has a config space (`config_len`), which the board has no room for.
+    ConfigLen(u32),
+    /// `num_of_vrings` is not 2.
+    Vrings(u32),
+    /// A vring's size is not a power of two from 2 to 256.
+    VringNum { vring: usize, num: u32 },
+    /// A vring's alignment is not a power of two of at least 16, or the ring does not fit its
+    /// 64 KiB carveout with it.
+    VringAlign { vring: usize, align: u32 },
+    /// A vring's `da` is neither `FW_RSC_ADDR_ANY` nor its carveout's.
+    VringDa { vring: usize, da: u32 },
+}
+
+/// remoteproc resource-table constants (`include/linux/remoteproc.h`, `virtio_ids.h`).
+const RSC_VDEV: u32 = 3;
+const VIRTIO_ID_RPMSG: u32 = 7;
+const FW_RSC_ADDR_ANY: u32 = u32::MAX;
+/// `struct resource_table` header, `fw_rsc_hdr`, `fw_rsc_vdev`, `fw_rsc_vdev_vring`.
+const TABLE_HEADER_LEN: usize = 16;
+const RSC_HDR_LEN: usize = 4;
+const VDEV_LEN: usize = 24;
+const VRING_LEN: usize = 20;
+const MAX_VRING_NUM: u32 = 256;
+const MIN_VRING_ALIGN: u32 = 16;
+
+/// Bytes of a split vring of `num` entries whose used ring is aligned to `align`
+/// (`vring_size()` in `include/uapi/linux/virtio_ring.h`).
+const fn vring_size(num: usize, align: usize) -> usize {
+    let avail_end = 16 * num + 2 * (3 + num);
+    let used = (avail_end + align - 1) & !(align - 1);
+    used + 2 * 3 + 8 * num
 }
 
 /// The control block in shared memory.
@@ -136,7 +185,64 @@ impl<'a> ControlBlock<'a> {
         if o < RSC_TABLE_SLOT || n < 16 || o + n > RSC_TABLE_SLOT + RSC_TABLE_SLOT_LEN {
             return Err(NotReady::BadTable { offset, size });
         }
+        self.check_table(o, n).map_err(NotReady::Malformed)?;
         Ok((o, n))
+    }
+
+    /// The checks `rproc_handle_resources` and `rproc_handle_vdev` would make, and those of
+    /// this board (one rpmsg vdev whose vrings fit the carveouts the driver registers), before
+    /// the remoteproc core sees the table: a malformed table is refused with its defect named.
+    fn check_table(&self, table: usize, size: usize) -> core::result::Result<(), TableDefect> {
+        // In range: the table lies inside its slot, which the mapping covers.
+        let word = |at: usize| self.shm.read_u32(table + at).unwrap_or(0);
+        let version = word(0);
+        if version != 1 {
+            return Err(TableDefect::Version(version));
+        }
+        let entries = word(4);
+        if entries != 1 {
+            return Err(TableDefect::Entries(entries));
+        }
+        let entry = word(TABLE_HEADER_LEN);
+        let vdev = entry as usize + RSC_HDR_LEN;
+        if (entry as usize) < TABLE_HEADER_LEN + 4 || vdev + VDEV_LEN + 2 * VRING_LEN > size {
+            return Err(TableDefect::EntryOffset(entry));
+        }
+        let kind = word(entry as usize);
+        if kind != RSC_VDEV {
+            return Err(TableDefect::EntryType(kind));
+        }
+        let id = word(vdev);
+        if id != VIRTIO_ID_RPMSG {
+            return Err(TableDefect::VdevId(id));
+        }
+        let config_len = word(vdev + 16);
+        if config_len != 0 {
+            return Err(TableDefect::ConfigLen(config_len));
+        }
+        // status, num_of_vrings, reserved[2]: one little-endian word.
+        let vrings = (word(vdev + 20) >> 8) & 0xff;
+        if vrings != 2 {
+            return Err(TableDefect::Vrings(vrings));
+        }
+        for (vring, slot) in [VRING0_OFFSET, VRING1_OFFSET].into_iter().enumerate() {
+            let at = vdev + VDEV_LEN + vring * VRING_LEN;
+            let (da, align, num) = (word(at), word(at + 4), word(at + 8));
+            if !num.is_power_of_two() || !(2..=MAX_VRING_NUM).contains(&num) {
+                return Err(TableDefect::VringNum { vring, num });
+            }
+            if !align.is_power_of_two()
+                || align < MIN_VRING_ALIGN
+                || align as usize > VRING_SLOT_LEN
+                || vring_size(num as usize, align as usize) > VRING_SLOT_LEN
+            {
+                return Err(TableDefect::VringAlign { vring, align });
+            }
+            if da != FW_RSC_ADDR_ANY && da != DA_BASE + slot as u32 {
+                return Err(TableDefect::VringDa { vring, da });
+            }
+        }
+        Ok(())
     }
 
     /// `ops->attach`'s announcement, in the contract's order: `bar2_pa`, then the generation,

@@ -155,6 +155,22 @@ def instruction_kinds(elf, objdump):
     return listing_kinds(listing.stdout)
 
 
+def executed(lines):
+    """(address, symbol) of each instruction of a `-d exec,nochain` trace, once: QEMU logs an
+    instruction twice when it executes it again after ending the block early (icount I/O, a
+    BASEPRI write), and counting a repeated return would unnest twice."""
+    previous_pc = None
+    for line in lines:
+        match = TRACE.match(line)
+        if not match:
+            continue
+        pc, symbol = int(match.group(1), 16), match.group(2)
+        if pc == previous_pc:
+            continue
+        previous_pc = pc
+        yield pc, symbol
+
+
 class Window:
     """One hook call being counted: its instructions so far, its call depth, and the depth at
     which an excluded (or, inside that, an included again) callee was entered."""
@@ -200,7 +216,6 @@ def measure(lines, kinds):
     return takes effect only if the next instruction traced is not the one after it."""
     active = []
     previous = None
-    previous_pc = None
     pending = None  # the conditional Flow of the previous instruction
 
     def take(kind):
@@ -211,16 +226,7 @@ def measure(lines, kinds):
                 active.remove(window)
                 yield HOOKS[window.hook], window.count, window.per_function
 
-    for line in lines:
-        match = TRACE.match(line)
-        if not match:
-            continue
-        pc, symbol = int(match.group(1), 16), match.group(2)
-        # QEMU logs an instruction twice when it executes it again after ending the block early
-        # (icount I/O, a BASEPRI write): counting a repeated return would unnest twice.
-        if pc == previous_pc:
-            continue
-        previous_pc = pc
+    for pc, symbol in executed(lines):
         if pending is not None and pc != pending.skipped_to:
             yield from take(pending.kind)
         pending = None

@@ -16,6 +16,10 @@
  * Linux cannot send more than 496 bytes; an OpenAMP host cuts a longer message, and the frame's
  * payload length makes that MALFORMED. tests/executor-rpmsg runs all this against an OpenAMP
  * host in the same image.
+ *
+ * The platform (where the table and the shared memory are, how doorbells ring) is the IPM mailbox
+ * and the chosen nodes below, or, with CONFIG_QFABRIC_VBOARD, the virtual board's
+ * (executor_vboard.c): both open the same rpmsg device with qf_rpmsg_open() (executor_rpmsg.h).
  */
 #include <zephyr/kernel.h>
 #include <zephyr/device.h>
@@ -30,10 +34,15 @@
 
 #include <qfabric/executor.h>
 
+#include "executor_rpmsg.h"
+
 LOG_MODULE_REGISTER(qfabric_executor, LOG_LEVEL_INF);
 
-#if !DT_HAS_CHOSEN(zephyr_ipc_shm) || !DT_HAS_CHOSEN(zephyr_ipc)
-#error "CONFIG_QFABRIC_EXECUTOR_RPMSG needs the chosen nodes zephyr,ipc_shm and zephyr,ipc"
+#if !DT_HAS_CHOSEN(zephyr_ipc_shm)
+#error "CONFIG_QFABRIC_EXECUTOR_RPMSG needs the chosen node zephyr,ipc_shm"
+#endif
+#if !defined(CONFIG_QFABRIC_VBOARD) && !DT_HAS_CHOSEN(zephyr_ipc)
+#error "CONFIG_QFABRIC_EXECUTOR_RPMSG needs the chosen node zephyr,ipc (the IPM mailbox)"
 #endif
 
 #define QF_ENDPOINT_NAME "qfabric"
@@ -44,23 +53,13 @@ LOG_MODULE_REGISTER(qfabric_executor, LOG_LEVEL_INF);
 #define SHM_NODE DT_CHOSEN(zephyr_ipc_shm)
 #define SHM_SIZE DT_REG_SIZE(SHM_NODE)
 
-#if CONFIG_IPM_MAX_DATA_SIZE > 0
-#define IPM_SEND(dev, w, id, d, s) ipm_send(dev, w, id, d, s)
-#else
-#define IPM_SEND(dev, w, id, d, s) ipm_send(dev, w, id, NULL, 0)
-#endif
-
-static const struct device *const ipm_handle = DEVICE_DT_GET(DT_CHOSEN(zephyr_ipc));
-
 static metal_phys_addr_t shm_physmap;
 static metal_phys_addr_t rsc_tab_physmap;
 static struct metal_io_region shm_io;
 static struct metal_io_region rsc_io;
 static struct rpmsg_virtio_device rvdev;
-static void *rsc_table;
+static struct virtio_device *qf_vdev;
 static struct rpmsg_endpoint qf_ept;
-
-static K_SEM_DEFINE(qf_ipm_sem, 0, 1);
 
 /*
  * On a board the shared memory is where the chosen node says, and the vring and buffer
@@ -72,19 +71,6 @@ static K_SEM_DEFINE(qf_ipm_sem, 0, 1);
 __weak void *qf_executor_rpmsg_shm(void)
 {
 	return (void *)DT_REG_ADDR(SHM_NODE);
-}
-
-static void qf_ipm_callback(const struct device *dev, void *context, uint32_t id,
-			    volatile void *data)
-{
-	k_sem_give(&qf_ipm_sem);
-}
-
-static int qf_mailbox_notify(void *priv, uint32_t id)
-{
-	ARG_UNUSED(priv);
-	IPM_SEND(ipm_handle, 0, id, &id, 4);
-	return 0;
 }
 
 /* Runs in the rpmsg thread (rproc_virtio_notified), never in an interrupt. */
@@ -135,67 +121,123 @@ static int qf_rpmsg_send(const uint8_t *frame, size_t len, void *ctx)
 	return rpmsg_trysend(ept, frame, (int)len) < 0 ? -ENOBUFS : 0;
 }
 
-static int qf_platform_init(void)
+int qf_rpmsg_init(void)
 {
 	struct metal_init_params metal_params = METAL_INIT_DEFAULTS;
-	int rsc_size;
 	int status = metal_init(&metal_params);
 
 	if (status != 0) {
 		LOG_ERR("metal_init: %d", status);
-		return status;
 	}
-	void *shm = qf_executor_rpmsg_shm();
-
-	/* This core addresses the memory at its physical address (no MMU). */
-	shm_physmap = (metal_phys_addr_t)(uintptr_t)shm;
-	metal_io_init(&shm_io, shm, &shm_physmap, SHM_SIZE, -1, 0,
-		      addr_translation_get_ops(shm_physmap));
-	rsc_table_get(&rsc_table, &rsc_size);
-	rsc_tab_physmap = (uintptr_t)rsc_table;
-	metal_io_init(&rsc_io, rsc_table, &rsc_tab_physmap, rsc_size, -1, 0, NULL);
-
-	if (!device_is_ready(ipm_handle)) {
-		LOG_ERR("IPM device %s is not ready", ipm_handle->name);
-		return -ENODEV;
-	}
-	ipm_register_callback(ipm_handle, qf_ipm_callback, NULL);
-	return ipm_set_enabled(ipm_handle, 1);
+	return status;
 }
 
-static struct rpmsg_device *qf_create_rpmsg_vdev(void)
+int qf_rpmsg_open(void *table, int table_size, void *const vring_va[2], void *buf_va,
+		  metal_phys_addr_t buf_pa, size_t buf_len, rpvdev_notify_func notify)
 {
-	struct fw_rsc_vdev_vring *vring;
-	struct virtio_device *vdev = rproc_virtio_create_vdev(
-		VIRTIO_DEV_DEVICE, VDEV_ID, rsc_table_to_vdev(rsc_table), &rsc_io, NULL,
-		qf_mailbox_notify, NULL);
+	struct fw_rsc_vdev_vring *vrings[2] = {rsc_table_get_vring0(table),
+					       rsc_table_get_vring1(table)};
 
-	if (vdev == NULL) {
+	/* This core addresses the buffers at buf_va, Linux at buf_pa (its descriptors' addresses). */
+	shm_physmap = buf_pa;
+	metal_io_init(&shm_io, buf_va, &shm_physmap, buf_len, -1, 0,
+		      addr_translation_get_ops(shm_physmap));
+	rsc_tab_physmap = (uintptr_t)table;
+	metal_io_init(&rsc_io, table, &rsc_tab_physmap, table_size, -1, 0, NULL);
+
+	qf_vdev = rproc_virtio_create_vdev(VIRTIO_DEV_DEVICE, VDEV_ID, rsc_table_to_vdev(table),
+					   &rsc_io, NULL, notify, NULL);
+	if (qf_vdev == NULL) {
 		LOG_ERR("failed to create the rpmsg vdev");
-		return NULL;
+		return -ENOMEM;
 	}
 	/* Blocks until Linux remoteproc has set up the vdev (status DRIVER_OK). */
-	rproc_virtio_wait_remote_ready(vdev);
+	rproc_virtio_wait_remote_ready(qf_vdev);
 
-	vring = rsc_table_get_vring0(rsc_table);
-	if (rproc_virtio_init_vring(vdev, 0, vring->notifyid, (void *)(uintptr_t)vring->da,
-				    &rsc_io, vring->num, vring->align) != 0) {
+	for (int i = 0; i < 2; i++) {
+		/* Without a platform address, the vring is where Linux wrote its da. */
+		void *va = vring_va != NULL ? vring_va[i] : (void *)(uintptr_t)vrings[i]->da;
+
+		if (rproc_virtio_init_vring(qf_vdev, i, vrings[i]->notifyid, va, &rsc_io,
+					    vrings[i]->num, vrings[i]->align) != 0) {
+			goto failed;
+		}
+	}
+	if (rpmsg_init_vdev(&rvdev, qf_vdev, NULL, &shm_io, NULL) != 0) {
 		goto failed;
 	}
-	vring = rsc_table_get_vring1(rsc_table);
-	if (rproc_virtio_init_vring(vdev, 1, vring->notifyid, (void *)(uintptr_t)vring->da,
-				    &rsc_io, vring->num, vring->align) != 0) {
-		goto failed;
+	int status = rpmsg_create_ept(&qf_ept, rpmsg_virtio_get_rpmsg_device(&rvdev),
+				      QF_ENDPOINT_NAME, RPMSG_ADDR_ANY, RPMSG_ADDR_ANY, qf_rpmsg_rx,
+				      qf_rpmsg_unbind);
+
+	if (status != 0) {
+		LOG_ERR("endpoint \"%s\" not created: %d", QF_ENDPOINT_NAME, status);
+		rpmsg_deinit_vdev(&rvdev);
+		rproc_virtio_remove_vdev(qf_vdev);
+		qf_vdev = NULL;
+		return status;
 	}
-	if (rpmsg_init_vdev(&rvdev, vdev, NULL, &shm_io, NULL) != 0) {
-		goto failed;
-	}
-	return rpmsg_virtio_get_rpmsg_device(&rvdev);
+	qf_executor_sink_set(qf_rpmsg_send, &qf_ept);
+	LOG_INF("serving QFabric frames on rpmsg endpoint \"%s\" (%d-byte messages)",
+		QF_ENDPOINT_NAME, rpmsg_get_tx_buffer_size(&qf_ept));
+	return 0;
 
 failed:
 	LOG_ERR("failed to set up the vrings");
-	rproc_virtio_remove_vdev(vdev);
-	return NULL;
+	rproc_virtio_remove_vdev(qf_vdev);
+	qf_vdev = NULL;
+	return -EINVAL;
+}
+
+void qf_rpmsg_close(void)
+{
+	if (qf_vdev == NULL) {
+		return;
+	}
+	/*
+	 * Only called when Linux has started a new session: it has zeroed and refilled the vrings,
+	 * so nothing may be sent on them with this device's indexes, not even the name service's
+	 * destroy message rpmsg_destroy_ept() would send. A chain (above this thread's priority)
+	 * is never inside the sink here: it would have run to its end before this thread resumed.
+	 */
+	qf_executor_sink_set(NULL, NULL);
+	rvdev.rdev.support_ns = 0;
+	rpmsg_deinit_vdev(&rvdev);
+	rproc_virtio_remove_vdev(qf_vdev);
+	qf_vdev = NULL;
+}
+
+void qf_rpmsg_notified(void)
+{
+	if (qf_vdev != NULL) {
+		rproc_virtio_notified(qf_vdev, VRING1_ID);
+	}
+}
+
+#ifndef CONFIG_QFABRIC_VBOARD
+/* The IPM platform: the chosen mailbox, the table in the image, the chosen shared memory. */
+
+#if CONFIG_IPM_MAX_DATA_SIZE > 0
+#define IPM_SEND(dev, w, id, d, s) ipm_send(dev, w, id, d, s)
+#else
+#define IPM_SEND(dev, w, id, d, s) ipm_send(dev, w, id, NULL, 0)
+#endif
+
+static const struct device *const ipm_handle = DEVICE_DT_GET(DT_CHOSEN(zephyr_ipc));
+
+static K_SEM_DEFINE(qf_ipm_sem, 0, 1);
+
+static void qf_ipm_callback(const struct device *dev, void *context, uint32_t id,
+			    volatile void *data)
+{
+	k_sem_give(&qf_ipm_sem);
+}
+
+static int qf_mailbox_notify(void *priv, uint32_t id)
+{
+	ARG_UNUSED(priv);
+	IPM_SEND(ipm_handle, 0, id, &id, 4);
+	return 0;
 }
 
 static void qf_rpmsg_thread(void *arg1, void *arg2, void *arg3)
@@ -203,32 +245,38 @@ static void qf_rpmsg_thread(void *arg1, void *arg2, void *arg3)
 	ARG_UNUSED(arg1);
 	ARG_UNUSED(arg2);
 	ARG_UNUSED(arg3);
-	struct rpmsg_device *rpdev;
-	int status = qf_platform_init();
+	void *table;
+	int table_size;
+	int status = qf_rpmsg_init();
 
+	if (status != 0) {
+		return;
+	}
+	void *shm = qf_executor_rpmsg_shm();
+
+	rsc_table_get(&table, &table_size);
+	if (!device_is_ready(ipm_handle)) {
+		LOG_ERR("IPM device %s is not ready", ipm_handle->name);
+		return;
+	}
+	ipm_register_callback(ipm_handle, qf_ipm_callback, NULL);
+	status = ipm_set_enabled(ipm_handle, 1);
 	if (status != 0) {
 		LOG_ERR("platform init failed: %d", status);
 		return;
 	}
-	rpdev = qf_create_rpmsg_vdev();
-	if (rpdev == NULL) {
+	/* This core addresses the memory at its physical address (no MMU). */
+	if (qf_rpmsg_open(table, table_size, NULL, shm, (metal_phys_addr_t)(uintptr_t)shm,
+			  SHM_SIZE, qf_mailbox_notify) != 0) {
 		metal_finish();
 		return;
 	}
-	status = rpmsg_create_ept(&qf_ept, rpdev, QF_ENDPOINT_NAME, RPMSG_ADDR_ANY,
-				  RPMSG_ADDR_ANY, qf_rpmsg_rx, qf_rpmsg_unbind);
-	if (status != 0) {
-		LOG_ERR("endpoint \"%s\" not created: %d", QF_ENDPOINT_NAME, status);
-		return;
-	}
-	qf_executor_sink_set(qf_rpmsg_send, &qf_ept);
-	LOG_INF("serving QFabric frames on rpmsg endpoint \"%s\" (%d-byte messages)",
-		QF_ENDPOINT_NAME, rpmsg_get_tx_buffer_size(&qf_ept));
 	while (true) {
 		(void)k_sem_take(&qf_ipm_sem, K_FOREVER);
-		rproc_virtio_notified(rvdev.vdev, VRING1_ID);
+		qf_rpmsg_notified();
 	}
 }
 
 K_THREAD_DEFINE(qf_rpmsg, CONFIG_QFABRIC_EXECUTOR_RPMSG_STACK_SIZE, qf_rpmsg_thread, NULL, NULL,
 		NULL, CONFIG_QFABRIC_EXECUTOR_RPMSG_PRIORITY, 0, 0);
+#endif /* !CONFIG_QFABRIC_VBOARD */

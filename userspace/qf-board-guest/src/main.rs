@@ -95,6 +95,20 @@ struct Traffic {
     count: u64,
     #[command(flatten)]
     epoch: Epoch,
+    /// Cycle through every declared task (add, crc32, fir_x1, fir_x64, fir_x512) instead of
+    /// add, crc32 and fir_x1 (frames and dev-frames).
+    #[arg(long)]
+    all_tasks: bool,
+}
+
+impl Traffic {
+    fn tasks(&self) -> &'static [qf_tasks::Task] {
+        if self.all_tasks {
+            traffic::ALL_TASKS
+        } else {
+            traffic::DEFAULT_TASKS
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -190,6 +204,7 @@ fn run(args: &[String]) -> Result<()> {
                 args.traffic.count,
                 args.traffic.epoch.epoch,
                 dev::FRAMES_FIRST_ID,
+                args.traffic.tasks(),
                 "dev-frames",
                 &via,
                 |mirror, request, what| Ok(dev::exchange(&device, mirror, request, what)?.latency),
@@ -214,12 +229,16 @@ fn run(args: &[String]) -> Result<()> {
                 args.count,
                 args.epoch.epoch,
                 1,
+                args.tasks(),
                 "frames",
                 "",
                 |mirror, request, what| traffic::exchange(ep, mirror, request, what),
             )
         }),
-        Command::Sizes(Epoch { epoch }) => with_endpoint(|ep| traffic::sizes(ep, epoch)),
+        // A resident chain may be sending to this endpoint meanwhile: its results are skipped.
+        Command::Sizes(Epoch { epoch }) => {
+            with_endpoint(|ep| traffic::sizes(ep, epoch, chain::is_result))
+        }
         Command::Latency(args) => {
             with_endpoint(|ep| traffic::latency(ep, args.count, args.epoch.epoch))
         }

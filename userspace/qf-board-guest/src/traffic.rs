@@ -27,12 +27,23 @@ impl Rng {
     }
 }
 
+/// The tasks [`Mirror::request`] cycles through by default, and every declared task.
+pub const DEFAULT_TASKS: &[Task] = &[Task::Add, Task::Crc32, Task::FirX1];
+pub const ALL_TASKS: &[Task] = &[
+    Task::Add,
+    Task::Crc32,
+    Task::FirX1,
+    Task::FirX64,
+    Task::FirX512,
+];
+
 /// The MCU's expected behaviour, computed here.
 pub struct Mirror {
     replay: Replay,
     epoch: u32,
     next_invocation: u64,
     rng: Rng,
+    tasks: &'static [Task],
 }
 
 impl Mirror {
@@ -48,7 +59,16 @@ impl Mirror {
             epoch,
             next_invocation: first,
             rng: Rng(0x9e37_79b9_7f4a_7c15 ^ epoch as u64 ^ first.wrapping_sub(1).rotate_left(17)),
+            tasks: DEFAULT_TASKS,
         }
+    }
+
+    /// Makes [`Mirror::request`] cycle through `tasks` (not empty) instead.
+    pub fn with_tasks(mut self, tasks: &'static [Task]) -> Mirror {
+        if !tasks.is_empty() {
+            self.tasks = tasks;
+        }
+        self
     }
 
     fn header(&mut self, task: Task) -> Header {
@@ -59,7 +79,7 @@ impl Mirror {
 
     /// A valid request for a task chosen by `i`, encoded into `out`.
     pub fn request(&mut self, i: u64, out: &mut [u8; MAX_FRAME_LEN]) -> Result<usize> {
-        let task = [Task::Add, Task::Crc32, Task::FirX1][(i % 3) as usize];
+        let task = self.tasks[(i % self.tasks.len() as u64) as usize];
         let header = self.header(task);
         let len = match task {
             Task::Add => {
@@ -162,24 +182,30 @@ pub fn frames(
     count: u64,
     epoch: u32,
     first_id: u64,
+    tasks: &'static [Task],
     name: &str,
     via: &str,
     mut exchange: impl FnMut(&mut Mirror, &[u8], &str) -> Result<Duration>,
 ) -> Result<()> {
-    let mut mirror = Mirror::starting_at(epoch, first_id);
+    let mut mirror = Mirror::starting_at(epoch, first_id).with_tasks(tasks);
     let mut request = [0u8; MAX_FRAME_LEN];
     for i in 0..count {
         let len = mirror.request(i, &mut request)?;
         exchange(&mut mirror, &request[..len], &format!("frame {i}"))?;
     }
-    println!("{name}: {count}/{count} replies identical to qf_tasks::serve (add, crc32, fir_x1; epoch {epoch}{via})");
+    let names: Vec<String> = tasks.iter().map(|t| format!("{t:?}")).collect();
+    println!(
+        "{name}: {count}/{count} replies identical to qf_tasks::serve ({}; epoch {epoch}{via})",
+        names.join(", ")
+    );
     Ok(())
 }
 
 /// Every message length from 1 to the rpmsg limit (valid headers, arbitrary payloads: the MCU
 /// must answer exactly what the dispatcher says, usually a rejection), then one byte more,
 /// which `rpmsg_char` must refuse with EMSGSIZE, then a normal frame to show nothing broke.
-pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
+/// Messages the MCU sends unasked meanwhile (`unsolicited`: a resident chain's results) are skipped.
+pub fn sizes(ep: &mut Endpoint, epoch: u32, unsolicited: impl Fn(&[u8]) -> bool) -> Result<()> {
     let mut mirror = Mirror::new(epoch);
     let mut frame = [0u8; MAX_FRAME_LEN];
     for len in 1..=RPMSG_MAX_PAYLOAD {
@@ -190,7 +216,9 @@ pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
         let full = encode_frame_raw(&header, &payload, &mut frame)
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let message = &frame[..full.min(len)];
-        exchange(ep, &mut mirror, message, &format!("size {len}"))?;
+        exchange_skipping(ep, &mut mirror, message, &format!("size {len}"), |m| {
+            Ok(unsolicited(m))
+        })?;
     }
     let oversize = vec![0u8; RPMSG_MAX_PAYLOAD + 1];
     match ep.send(&oversize) {
@@ -202,7 +230,13 @@ pub fn sizes(ep: &mut Endpoint, epoch: u32) -> Result<()> {
         Ok(()) => bail!("oversize ({} bytes) was accepted", oversize.len()),
     }
     let len = mirror.request(0, &mut frame)?;
-    exchange(ep, &mut mirror, &frame[..len], "frame after oversize")?;
+    exchange_skipping(
+        ep,
+        &mut mirror,
+        &frame[..len],
+        "frame after oversize",
+        |m| Ok(unsolicited(m)),
+    )?;
     println!(
         "sizes: every length 1..={RPMSG_MAX_PAYLOAD} answered as qf_tasks::serve does; {} bytes refused with EMSGSIZE; traffic continues",
         RPMSG_MAX_PAYLOAD + 1

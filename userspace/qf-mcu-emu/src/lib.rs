@@ -22,6 +22,7 @@ pub mod kernel;
 pub mod layout;
 pub mod listen;
 pub mod mcu;
+pub mod process;
 pub mod resident;
 pub mod rpmsg;
 pub mod rsc_table;

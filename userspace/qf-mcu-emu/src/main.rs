@@ -4,7 +4,6 @@
 
 use std::io::Write;
 use std::os::fd::AsFd;
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,9 +15,10 @@ use qf_mcu_emu::board::Board;
 use qf_mcu_emu::compute::ComputeModel;
 use qf_mcu_emu::control::{self, ControlServer};
 use qf_mcu_emu::faults::Faults;
-use qf_mcu_emu::ivshmem::IvshmemServer;
+use qf_mcu_emu::ivshmem::{IvshmemServer, MailboxPeer};
 use qf_mcu_emu::layout::{control as field, MIN_SHM_SIZE};
 use qf_mcu_emu::mcu::Mcu;
+use qf_mcu_emu::process::{self, parse_size};
 use qf_mcu_emu::shm::SharedMemory;
 use qf_mcu_emu::unix_endpoint::UnixEndpoint;
 
@@ -37,11 +37,23 @@ struct Cli {
     /// the u64 BE compute-time trailer).
     #[arg(long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
+    /// Be the MCU of a board wired by `qf-board-bridge`: doorbells on this mailbox socket,
+    /// the shared memory in --shm-file (instead of being the ivshmem server).
+    #[arg(
+        long,
+        value_name = "PATH",
+        conflicts_with = "ivshmem_socket",
+        requires = "shm_file"
+    )]
+    mailbox_socket: Option<PathBuf>,
+    /// The board's shared-memory file (made by `qf-board-bridge`), with --mailbox-socket.
+    #[arg(long, value_name = "PATH", requires = "mailbox_socket")]
+    shm_file: Option<PathBuf>,
     /// Accept fault and lifecycle commands on this Unix socket (see `qf-mcu-emu ctl`).
     #[arg(long, value_name = "PATH")]
     control_socket: Option<PathBuf>,
     /// Shared-memory size: a power of two ≥ 2M (suffixes K, M, G).
-    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_shm_size)]
     shm_size: u64,
     /// Microseconds added before every reply.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -76,57 +88,24 @@ enum Ctl {
     },
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let (digits, shift) = match text.char_indices().last() {
-        Some((i, 'K' | 'k')) => (&text[..i], 10),
-        Some((i, 'M' | 'm')) => (&text[..i], 20),
-        Some((i, 'G' | 'g')) => (&text[..i], 30),
-        _ => (text, 0),
-    };
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size (e.g. 4M, 2097152)"))?;
-    let size = value
-        .checked_shl(shift)
-        .filter(|v| v >> shift == value)
-        .ok_or_else(|| format!("'{text}' is too large"))?;
-    // Checked here, whatever else is served: the shared memory exists only with ivshmem, but a
-    // size it could never have is a mistake in the command either way.
+/// `--shm-size`: a size (`process::parse_size`) that the shared memory can have, checked here
+/// whatever else is served: the shared memory exists only with ivshmem, but a size it could never
+/// have is a mistake in the command either way.
+fn parse_shm_size(text: &str) -> Result<u64, String> {
+    let size = parse_size(text)?;
     if size < MIN_SHM_SIZE || !size.is_power_of_two() {
         return Err(format!(
-            "'{text}' ({size} bytes) is not a power of two (a PCI BAR) of at least {MIN_SHM_SIZE} \
-             bytes (2M)"
+            "'{}' ({size} bytes) is not a power of two (a PCI BAR) of at least {MIN_SHM_SIZE} \
+             bytes (2M)",
+            text.trim()
         ));
     }
     Ok(size)
 }
 
-struct StderrLogger(log::LevelFilter);
-
-impl log::Log for StderrLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= self.0
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            // A closed stderr (the harness went away) must not take the emulator down.
-            let level = record.level().as_str().to_lowercase();
-            let _ = writeln!(std::io::stderr(), "qf-mcu-emu: {level}: {}", record.args());
-        }
-    }
-    fn flush(&self) {}
-}
-
 fn main() {
     let cli = Cli::parse();
-    let level = if cli.verbose > 0 {
-        log::LevelFilter::Debug
-    } else {
-        log::LevelFilter::Info
-    };
-    let logger: &'static StderrLogger = Box::leak(Box::new(StderrLogger(level)));
-    let _ = log::set_logger(logger).map(|()| log::set_max_level(level));
+    process::init_log("qf-mcu-emu", cli.verbose > 0);
     if let Err(e) = run(cli) {
         let _ = writeln!(std::io::stderr(), "qf-mcu-emu: error: {e:#}");
         std::process::exit(1);
@@ -146,34 +125,43 @@ fn run(cli: Cli) -> Result<()> {
         }
         return Ok(());
     }
-    if cli.ivshmem_socket.is_none() && cli.unix_socket.is_none() {
-        bail!("nothing to serve: give --ivshmem-socket PATH and/or --unix-socket PATH");
+    if cli.ivshmem_socket.is_none() && cli.unix_socket.is_none() && cli.mailbox_socket.is_none() {
+        bail!("nothing to serve: give --ivshmem-socket PATH (or --mailbox-socket PATH) and/or --unix-socket PATH");
     }
     let stop = EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC)
         .context("creating the stop eventfd")?;
-    let (signal_rx, signal_tx) = UnixStream::pair().context("creating the signal pipe")?;
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::low_level::pipe::register(signal, signal_tx.try_clone()?)
-            .with_context(|| format!("installing the handler for signal {signal}"))?;
-    }
+    let signal_rx = process::signal_socket()?;
 
     let mcu = Arc::new(
         Mcu::new(Faults::new(cli.latency_us, cli.drop_every, cli.silent))
             .with_compute(cli.compute_model),
     );
-    let shm = match &cli.ivshmem_socket {
-        Some(_) => Some(Arc::new(SharedMemory::create(cli.shm_size)?)),
-        None => None,
+    let shm = match (&cli.ivshmem_socket, &cli.shm_file) {
+        (Some(_), _) => Some(Arc::new(SharedMemory::create(cli.shm_size)?)),
+        (None, Some(path)) => Some(Arc::new(SharedMemory::open_file(path)?)),
+        (None, None) => None,
     };
     let ivshmem = match (&cli.ivshmem_socket, &shm) {
         (Some(path), Some(shm)) => Some(IvshmemServer::bind(path, shm.file())?),
         _ => None,
     };
-    let mut board = match (&ivshmem, &shm) {
-        (Some(server), Some(shm)) => Some(Board::new(
+    let mailbox = match &cli.mailbox_socket {
+        Some(path) => Some(MailboxPeer::connect(
+            path,
+            std::time::Duration::from_secs(10),
+        )?),
+        None => None,
+    };
+    let lines = match (&ivshmem, &mailbox) {
+        (Some(server), _) => Some((server.mcu_doorbell(), server.guest_notifier())),
+        (None, Some(peer)) => Some((peer.mcu_doorbell(), peer.guest_notifier())),
+        (None, None) => None,
+    };
+    let mut board = match (&lines, &shm) {
+        (Some((doorbell, guest)), Some(shm)) => Some(Board::new(
             Arc::clone(shm),
-            server.mcu_doorbell(),
-            server.guest_notifier(),
+            Arc::clone(doorbell),
+            Arc::clone(guest),
             Arc::clone(&mcu),
         )?),
         _ => None,
@@ -188,7 +176,7 @@ fn run(cli: Cli) -> Result<()> {
                 &mcu,
                 shm.clone(),
                 board.as_ref().map(Board::stats),
-                ivshmem.as_ref().map(|s| s.guest_notifier()),
+                lines.as_ref().map(|(_, guest)| Arc::clone(guest)),
             );
             Some(ControlServer::bind(
                 path,
@@ -200,8 +188,8 @@ fn run(cli: Cli) -> Result<()> {
         None => None,
     };
     log::info!(
-        "serving: ivshmem {:?}, unix {:?}, control {:?}, shm {} bytes, latency {} us, drop every {}, silent {}, compute {}",
-        cli.ivshmem_socket, cli.unix_socket, cli.control_socket, cli.shm_size, cli.latency_us, cli.drop_every, cli.silent, cli.compute_model.name()
+        "serving: ivshmem {:?}, mailbox {:?}, unix {:?}, control {:?}, shm {} bytes, latency {} us, drop every {}, silent {}, compute {}",
+        cli.ivshmem_socket, cli.mailbox_socket, cli.unix_socket, cli.control_socket, shm.as_ref().map_or(cli.shm_size, |s| s.size()), cli.latency_us, cli.drop_every, cli.silent, cli.compute_model.name()
     );
 
     let stop_fd = stop.as_fd();
@@ -212,6 +200,9 @@ fn run(cli: Cli) -> Result<()> {
         let mut workers = Vec::new();
         if let Some(server) = &ivshmem {
             workers.push(scope.spawn(move || server.run(stop_fd).context("ivshmem server")));
+        }
+        if let Some(peer) = &mailbox {
+            workers.push(scope.spawn(move || peer.run(stop_fd).context("mailbox")));
         }
         if let Some(board) = board.as_mut() {
             workers.push(scope.spawn(move || board.run(stop_fd).context("mcu board")));
@@ -224,30 +215,10 @@ fn run(cli: Cli) -> Result<()> {
             workers.push(scope.spawn(move || server.run(stop_fd).context("control socket")));
         }
         // Wait for a signal, or for a worker to end on its own (an error).
-        let signal_fd = signal_rx.as_fd();
-        loop {
-            let mut fds = [nix::poll::PollFd::new(
-                signal_fd,
-                nix::poll::PollFlags::POLLIN,
-            )];
-            let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(200u16));
-            if fds[0].revents().is_some_and(|r| !r.is_empty())
-                || workers.iter().any(|w| w.is_finished())
-            {
-                break;
-            }
-        }
+        process::wait_for_signal_or_end(signal_rx.as_fd(), &workers);
         log::info!("stopping");
         stop.write(1).context("signalling the workers to stop")?;
-        let mut result = Ok(());
-        for worker in workers {
-            match worker.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => result = Err(e),
-                Err(_) => result = Err(anyhow::anyhow!("a worker thread panicked")),
-            }
-        }
-        result
+        process::join_all(workers)
     })
 }
 

@@ -3,7 +3,7 @@
 //! format (field offsets, sizes, type and feature numbers) is `qf-resource-table`'s.
 
 use qf_resource_table::{read_u32, Header, Vdev, Vring, ENTRY_HEADER_LEN};
-pub use qf_resource_table::{RSC_VDEV, VIRTIO_ID_RPMSG, VIRTIO_RPMSG_F_NS};
+pub use qf_resource_table::{FW_RSC_ADDR_ANY, RSC_VDEV, VIRTIO_ID_RPMSG, VIRTIO_RPMSG_F_NS};
 
 use crate::layout::{
     da, RSC_TABLE_AREA, VRING0_OFFSET, VRING1_OFFSET, VRING_ALIGN, VRING_AREA, VRING_NUM,
@@ -11,6 +11,9 @@ use crate::layout::{
 
 /// `VIRTIO_CONFIG_S_DRIVER_OK`.
 pub const STATUS_DRIVER_OK: u8 = 4;
+
+/// Smallest vring alignment Linux accepts for a remoteproc vring (and OpenAMP's default).
+pub const MIN_VRING_ALIGN: u32 = 16;
 
 /// Offset of the vdev entry's header inside the table (after ver, num, reserved[2], offset[1]).
 pub const VDEV_ENTRY_OFFSET: usize = Header::SIZE + 4;
@@ -77,8 +80,11 @@ pub fn encode() -> [u8; TABLE_LEN] {
     t
 }
 
-/// Parses the vdev entry of a table read from shared memory and checks the vrings still lie in
-/// their areas (Linux may rewrite `da` and `notifyid`; anything else means a corrupt table).
+/// Parses a table read from shared memory (header, then its one vdev entry) and checks the
+/// vrings: a power-of-two size up to 256, an alignment of at least 16, and a `da` inside their
+/// areas or `FW_RSC_ADDR_ANY`, which stands for the area's own address (an OpenAMP firmware's
+/// table leaves the addresses to the host). Linux may rewrite `da` and `notifyid`; anything else
+/// means a corrupt table.
 pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
     let expect = |field, found: u32, want: u32, expected| {
         if found == want {
@@ -91,8 +97,16 @@ pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
             })
         }
     };
-    let rsc_type = read_u32(t, VDEV_ENTRY_OFFSET).unwrap_or(u32::MAX);
-    expect("type", rsc_type, RSC_VDEV, "RSC_VDEV (3)")?;
+    let word = |at: usize| read_u32(t, at).unwrap_or(u32::MAX);
+    expect("ver", word(Header::VER), 1, "1")?;
+    expect("num", word(Header::NUM), 1, "1 (one entry)")?;
+    expect(
+        "offset[0]",
+        word(Header::OFFSETS),
+        VDEV_ENTRY_OFFSET as u32,
+        "20",
+    )?;
+    expect("type", word(VDEV_ENTRY_OFFSET), RSC_VDEV, "RSC_VDEV (3)")?;
     // The fixed TABLE_LEN holds the vdev and both vrings, so parsing cannot come up short.
     let short = TableError::Field {
         field: "table length",
@@ -120,8 +134,25 @@ pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
             num: read.num,
             notifyid: read.notifyid,
         };
-        expect("vring.num", vring.num, u32::from(VRING_NUM), "256")?;
-        expect("vring.align", vring.align, VRING_ALIGN, "4096")?;
+        if !vring.num.is_power_of_two() || vring.num > u32::from(VRING_NUM) {
+            return Err(TableError::Field {
+                field: "vring.num",
+                found: u64::from(vring.num),
+                expected: "a power of two, at most 256",
+            });
+        }
+        if !vring.align.is_power_of_two() || vring.align < MIN_VRING_ALIGN {
+            return Err(TableError::Field {
+                field: "vring.align",
+                found: u64::from(vring.align),
+                expected: "a power of two, at least 16",
+            });
+        }
+        // An address left to the host: the vring is where the contract puts it, which is
+        // where Linux's carveout is.
+        if vring.da == FW_RSC_ADDR_ANY {
+            vring.da = da(area) as u32;
+        }
         let start = u64::from(vring.da);
         let size = crate::layout::vring_size(u64::from(vring.num), u64::from(vring.align));
         if start < da(area) || start + size > da(area) + VRING_AREA {
@@ -188,14 +219,46 @@ mod tests {
     fn a_wrong_vring_size_is_rejected_with_its_field_name() {
         let mut t = encode();
         let at = VDEV_OFFSET + Vdev::SIZE + 8;
-        t[at..at + 4].copy_from_slice(&128u32.to_le_bytes());
-        assert_eq!(
+        for bad in [0u32, 100, 512] {
+            t[at..at + 4].copy_from_slice(&bad.to_le_bytes());
+            assert_eq!(
+                decode_vdev(&t),
+                Err(TableError::Field {
+                    field: "vring.num",
+                    found: u64::from(bad),
+                    expected: "a power of two, at most 256"
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn an_openamp_table_with_addresses_left_to_the_host_is_read_with_the_contract_das() {
+        // What Zephyr's resource_table.c publishes: da FW_RSC_ADDR_ANY, align 16.
+        let mut t = encode();
+        for i in 0..2 {
+            let at = VDEV_OFFSET + Vdev::SIZE + i * Vring::SIZE;
+            t[at..at + 4].copy_from_slice(&FW_RSC_ADDR_ANY.to_le_bytes());
+            t[at + 4..at + 8].copy_from_slice(&16u32.to_le_bytes());
+        }
+        let vdev = decode_vdev(&t).unwrap();
+        assert_eq!(vdev.vrings[0].da, 0x1001_0000);
+        assert_eq!(vdev.vrings[1].da, 0x1002_0000);
+        assert_eq!(vdev.vrings[0].align, 16);
+        t[VDEV_OFFSET + Vdev::SIZE + 4..VDEV_OFFSET + Vdev::SIZE + 8]
+            .copy_from_slice(&8u32.to_le_bytes());
+        assert!(matches!(
             decode_vdev(&t),
             Err(TableError::Field {
-                field: "vring.num",
-                found: 128,
-                expected: "256"
+                field: "vring.align",
+                ..
             })
-        );
+        ));
+        t = encode();
+        t[4] = 2;
+        assert!(matches!(
+            decode_vdev(&t),
+            Err(TableError::Field { field: "num", .. })
+        ));
     }
 }

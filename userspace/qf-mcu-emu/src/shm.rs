@@ -15,6 +15,11 @@ use crate::layout::{control, MIN_SHM_SIZE};
 pub enum ShmError {
     #[error("--shm-size {0}: must be a power of two (a PCI BAR) of at least {MIN_SHM_SIZE} bytes")]
     BadSize(u64),
+    #[error("shared-memory file {path}: {source}")]
+    Open {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("creating the shared-memory memfd: {0}")]
     Create(#[source] nix::Error),
     #[error("sizing the shared-memory memfd to {size} bytes: {source}")]
@@ -57,6 +62,53 @@ impl SharedMemory {
         let file = File::from(fd);
         file.set_len(size)
             .map_err(|source| ShmError::Resize { size, source })?;
+        Self::from_file(file, size)
+    }
+
+    /// Creates (or truncates) the file at `path`, `size` zero bytes, and maps it by offset: the
+    /// board's memory when the MCU is a QEMU machine whose RAM is this file.
+    pub fn create_file(path: &std::path::Path, size: u64) -> Result<SharedMemory, ShmError> {
+        if size < MIN_SHM_SIZE || !size.is_power_of_two() {
+            return Err(ShmError::BadSize(size));
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|source| ShmError::Open {
+                path: path.display().to_string(),
+                source,
+            })?;
+        file.set_len(size)
+            .map_err(|source| ShmError::Resize { size, source })?;
+        Self::from_file(file, size)
+    }
+
+    /// Opens the existing shared-memory file at `path` (made by [`SharedMemory::create_file`])
+    /// and maps all of it by offset.
+    pub fn open_file(path: &std::path::Path) -> Result<SharedMemory, ShmError> {
+        let opened = |source| ShmError::Open {
+            path: path.display().to_string(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(opened)?;
+        let size = file.metadata().map_err(opened)?.len();
+        if size < MIN_SHM_SIZE || !size.is_power_of_two() {
+            return Err(ShmError::Map {
+                at: 0,
+                size,
+                reason: format!(
+                    "{}: not a power of two of at least {MIN_SHM_SIZE} bytes",
+                    path.display()
+                ),
+            });
+        }
         Self::from_file(file, size)
     }
 

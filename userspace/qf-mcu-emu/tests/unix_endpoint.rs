@@ -233,7 +233,9 @@ fn the_binary_names_its_bad_arguments() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--shm-size 3145728") && err.contains("power of two"),
+        err.contains("--shm-size")
+            && err.contains("'3M' (3145728 bytes)")
+            && err.contains("power of two"),
         "{err}"
     );
     let out = Command::new(exe).output().unwrap();

@@ -1,11 +1,14 @@
 //! QEMU's ivshmem server protocol (`docs/specs/ivshmem-spec.rst`): the server the emulator runs
 //! for QEMU's `ivshmem-doorbell`, and the client side QEMU implements, used to test the server
-//! and to drive the board from the host without QEMU.
+//! and to drive the board from the host without QEMU; and the mailbox that joins the server to
+//! an MCU that is a machine of its own ([`mailbox`]).
 
 mod client;
+pub mod mailbox;
 mod server;
 
 pub use client::IvshmemClient;
+pub use mailbox::{Bridge, BridgeStats, MailboxPeer};
 pub use server::{GuestNotifier, IvshmemServer, McuDoorbell};
 
 /// Protocol version the server announces first.

@@ -25,6 +25,13 @@ pub struct McuDoorbell {
 }
 
 impl McuDoorbell {
+    /// Doorbell eventfds nobody rings yet (the server's, or a mailbox peer's).
+    pub(crate) fn new() -> Result<McuDoorbell, IvshmemError> {
+        Ok(McuDoorbell {
+            vectors: [new_eventfd()?, new_eventfd()?],
+        })
+    }
+
     /// The eventfd of `vector` (to poll on).
     pub fn fd(&self, vector: usize) -> BorrowedFd<'_> {
         self.vectors[vector].as_fd()
@@ -47,7 +54,16 @@ impl McuDoorbell {
 /// Raises interrupts in the connected guest, if any.
 #[derive(Default)]
 pub struct GuestNotifier {
-    guest: Mutex<Option<[EventFd; VECTORS]>>,
+    guest: Mutex<Option<GuestLine>>,
+}
+
+/// How an interrupt reaches the guest.
+pub(crate) enum GuestLine {
+    /// The guest's own eventfds (this process is its ivshmem server).
+    Eventfds([EventFd; VECTORS]),
+    /// The board's mailbox: one byte per interrupt, its value the vector
+    /// ([`super::mailbox`]).
+    Mailbox(UnixStream),
 }
 
 impl GuestNotifier {
@@ -58,7 +74,9 @@ impl GuestNotifier {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         match guest.as_ref() {
-            Some(fds) => fds[vector].write(1).is_ok(),
+            Some(GuestLine::Eventfds(fds)) => fds[vector].write(1).is_ok(),
+            Some(GuestLine::Mailbox(stream)) => u8::try_from(vector)
+                .is_ok_and(|byte| std::io::Write::write_all(&mut &*stream, &[byte]).is_ok()),
             None => false,
         }
     }
@@ -71,11 +89,11 @@ impl GuestNotifier {
             .is_some()
     }
 
-    fn set(&self, fds: Option<[EventFd; VECTORS]>) {
+    pub(crate) fn set(&self, line: Option<GuestLine>) {
         *self
             .guest
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = fds;
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = line;
     }
 }
 
@@ -97,9 +115,7 @@ impl IvshmemServer {
             path: shown,
             source,
         })?;
-        let mcu = Arc::new(McuDoorbell {
-            vectors: [new_eventfd()?, new_eventfd()?],
-        });
+        let mcu = Arc::new(McuDoorbell::new()?);
         Ok(IvshmemServer {
             listener,
             path: path.to_path_buf(),
@@ -170,7 +186,7 @@ impl IvshmemServer {
                 match self.greet(&stream) {
                     Ok(fds) => {
                         log::info!("ivshmem: guest connected as peer {GUEST_PEER_ID}");
-                        self.guest.set(Some(fds));
+                        self.guest.set(Some(GuestLine::Eventfds(fds)));
                         guest = Some(stream);
                     }
                     Err(e) => log::warn!("ivshmem: setting up a guest failed: {e}"),

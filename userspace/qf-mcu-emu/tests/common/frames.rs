@@ -6,7 +6,12 @@ use qf_tasks::{serve, AddRequest, Crc32Request, FirRequest, Replay, Task};
 /// A request frame for invocation `id` of one of the five workloads (cycling through them).
 pub fn request(id: u64) -> Vec<u8> {
     let task = [Task::Add, Task::Crc32, Task::FirX1, Task::FirX64, Task::Add][(id % 5) as usize];
-    let header = Header::request(task.id(), task.effect(), id, 0);
+    task_request(task, id, 0)
+}
+
+/// A request frame of `task` for invocation `id` in `epoch`, its input derived from `id`.
+pub fn task_request(task: Task, id: u64, epoch: u32) -> Vec<u8> {
+    let header = Header::request(task.id(), task.effect(), id, epoch);
     let mut out = [0u8; MAX_FRAME_LEN];
     let len = match task {
         Task::Add => encode_frame(
