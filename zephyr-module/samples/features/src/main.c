@@ -26,41 +26,45 @@
 #define budget_set qf_thread_cbs_budget_set
 #endif
 
-#define PERIOD_MS 10
+/* In kernel ticks, so that the checks hold at any tick rate (native_sim and mps2 default to
+ * 100 Hz: 2 ms would round up to a whole 10 ms tick).
+ */
+#define PERIOD_TICKS 10
 #define JOBS 3
-#define BUDGET_MS 2
-#define JOB_MS 5
+#define BUDGET_TICKS 2
+#define JOB_TICKS 5
+#define US_PER_TICK (1000000 / CONFIG_SYS_CLOCK_TICKS_PER_SEC)
 
 static const char *on(bool enabled)
 {
 	return enabled ? "on" : "off";
 }
 
-static int cycles(int ms)
+static int cycles(int ticks)
 {
-	return (int)k_ms_to_cyc_ceil32(ms);
+	return (int)k_ticks_to_cyc_ceil32(ticks);
 }
 
 /* Three jobs of a periodic thread: each deadline set after the first sleeps until the next
- * release, PERIOD_MS after the one before (to the tick, give or take one).
+ * release, PERIOD_TICKS after the one before (give or take one tick).
  */
 static const char *check_periodic_edf(void)
 {
-	const int64_t period = k_ms_to_ticks_ceil64(PERIOD_MS);
+	const int64_t period = PERIOD_TICKS;
 	int64_t released[JOBS];
 
 	if (!IS_ENABLED(CONFIG_QFABRIC_EDF)) {
 		return "the image has no periodic EDF";
 	}
-	if (period_set(k_current_get(), cycles(PERIOD_MS)) != 0) {
+	if (period_set(k_current_get(), cycles(PERIOD_TICKS)) != 0) {
 		return "the period was refused";
 	}
 	for (int job = 0; job < JOBS; job++) {
-		if (deadline_set(k_current_get(), cycles(PERIOD_MS)) != 0) {
+		if (deadline_set(k_current_get(), cycles(PERIOD_TICKS)) != 0) {
 			return "a deadline set failed";
 		}
 		released[job] = k_uptime_ticks();
-		k_busy_wait(1000);
+		k_busy_wait(US_PER_TICK);
 	}
 	(void)period_set(k_current_get(), 0);
 	for (int job = 1; job < JOBS; job++) {
@@ -72,12 +76,14 @@ static const char *check_periodic_edf(void)
 			return "jobs were not released one period apart";
 		}
 	}
-	printk("qfabric: periodic EDF: %d jobs released %d ms apart\n", JOBS, PERIOD_MS);
+	printk("qfabric: periodic EDF: %d jobs released one period (%d ticks) apart\n", JOBS,
+	       PERIOD_TICKS);
 	return NULL;
 }
 
-/* One job of JOB_MS on a BUDGET_MS budget (server period = relative deadline = PERIOD_MS):
- * each exhaustion postpones the thread's EDF deadline by PERIOD_MS and refills the budget.
+/* One job of JOB_TICKS on a BUDGET_TICKS budget (server period = relative deadline =
+ * PERIOD_TICKS): each exhaustion postpones the thread's EDF deadline by one server period and
+ * refills the budget.
  */
 static const char *check_cbs(void)
 {
@@ -86,16 +92,16 @@ static const char *check_cbs(void)
 #else
 	int changes = 0;
 
-	if (budget_set(k_current_get(), cycles(BUDGET_MS)) != 0) {
+	if (budget_set(k_current_get(), cycles(BUDGET_TICKS)) != 0) {
 		return "the budget was refused";
 	}
-	if (deadline_set(k_current_get(), cycles(PERIOD_MS)) != 0) {
+	if (deadline_set(k_current_get(), cycles(PERIOD_TICKS)) != 0) {
 		return "a deadline set failed";
 	}
 	int deadline = k_current_get()->base.prio_deadline;
 
-	for (int slice = 0; slice < JOB_MS * 10; slice++) {
-		k_busy_wait(100);
+	for (int slice = 0; slice < JOB_TICKS * 10; slice++) {
+		k_busy_wait(US_PER_TICK / 10);
 		if (k_current_get()->base.prio_deadline != deadline) {
 			deadline = k_current_get()->base.prio_deadline;
 			changes++;
@@ -105,8 +111,8 @@ static const char *check_cbs(void)
 	if (changes == 0) {
 		return "the deadline was never postponed: the budget is not enforced";
 	}
-	printk("qfabric: CBS: the %d ms budget postponed the deadline %d times in one %d ms job\n",
-	       BUDGET_MS, changes, JOB_MS);
+	printk("qfabric: CBS: a %d-tick budget postponed the deadline %d times in one %d-tick job\n",
+	       BUDGET_TICKS, changes, JOB_TICKS);
 	return NULL;
 #endif
 }
