@@ -158,7 +158,7 @@ def check_west_patch(doc, line, errors):
 
 def check_paths(doc, text, errors):
     prefix = self_path() + "/"
-    for path in set(re.findall(re.escape(prefix) + r"([\w./-]+)", text)):
+    for path in set(re.findall(r"(?<![\w/.-])" + re.escape(prefix) + r"([\w./-]+)", text)):
         path = path.rstrip(".")
         if path and not os.path.exists(os.path.join(TOP, path)):
             errors.append(f"{doc}: {prefix}{path} does not exist in the repository")
@@ -180,6 +180,15 @@ def main():
                       f"code, its --help says {' '.join(facts[3])}")
     count = 0
     for doc in DOCS:
+        if not os.path.exists(os.path.join(TOP, doc)):
+            continue
+        # "(BOARD, BOARD; `BOARDS` for more)": the boards zephyr-check runs by default.
+        flat = re.sub(r"\s+", " ", read(doc))
+        for listed in re.findall(r"\(([^()]*?);? `BOARDS` for more\)", flat):
+            boards = [b.strip(" `") for b in listed.split(",")]
+            if boards != facts[2]:
+                errors.append(f"{doc}: says zephyr-check runs {', '.join(boards)} by default; "
+                              f"its BOARDS default is {' '.join(facts[2])}")
         if not os.path.exists(os.path.join(TOP, doc)):
             continue
         text = read(doc)
