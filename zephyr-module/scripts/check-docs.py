@@ -55,8 +55,6 @@ def zephyr_check_facts():
     code = read("scripts/zephyr-check")
     steps = set(re.search(r"^\s+((?:\w+\|)+\w+)\) steps\+=", code, re.M).group(1).split("|"))
     variables = set(re.findall(r"^#   ([A-Z][A-Z0-9_]+)\b", code, re.M))
-    variables |= set(re.findall(r"^#   ([A-Z_]+) / ([A-Z_]+)", code, re.M)[0] if re.findall(
-        r"^#   ([A-Z_]+) / ([A-Z_]+)", code, re.M) else ())
     for pair in re.findall(r"^#   ([A-Z_]+(?: / [A-Z_]+)+)", code, re.M):
         variables |= set(pair.split(" / "))
     code_boards = re.search(r'local boards=\$\{BOARDS:-"([^"]+)"\}', code).group(1).split()
@@ -87,6 +85,17 @@ def words(line):
         return line.split()
 
 
+def arguments(tokens, script, valued):
+    """The words after `script` in a command; an option in `valued` is skipped with its value."""
+    index = next(i for i, t in enumerate(tokens) if t.endswith(script))
+    rest = iter(tokens[index + 1:])
+    for token in rest:
+        if token in valued:
+            next(rest, None)
+        else:
+            yield token
+
+
 def check_zephyr_check(doc, line, facts, errors):
     steps, variables, _, _ = facts
     tokens = words(line)
@@ -101,39 +110,22 @@ def check_zephyr_check(doc, line, facts, errors):
                     if not os.path.isdir(os.path.join(TOP, "zephyr-module", suite)):
                         errors.append(f"{doc}: `{line}`: SUITES entry zephyr-module/{suite} "
                                       "does not exist")
-    rest = tokens[index + 1:]
-    i = 0
-    while i < len(rest):
-        token = rest[i]
-        if token in ("--workspace", "-w"):
-            i += 2
-            continue
-        if token in ("-h", "--help") or token in ("...", "|", "&&", ";"):
-            i += 1
+    for token in arguments(tokens, "zephyr-check", ("--workspace", "-w")):
+        if token in ("-h", "--help", "...", "|", "&&", ";"):
             continue
         if token.startswith("-"):
             errors.append(f"{doc}: `{line}`: zephyr-check takes no option {token}")
-        elif re.fullmatch(r"[a-z]+", token) and token not in steps:
-            errors.append(f"{doc}: `{line}`: zephyr-check has no step '{token}' "
-                          f"(steps: {' '.join(sorted(steps))})")
         elif not re.fullmatch(r"[a-z]+", token):
             break
-        i += 1
+        elif token not in steps:
+            errors.append(f"{doc}: `{line}`: zephyr-check has no step '{token}' "
+                          f"(steps: {' '.join(sorted(steps))})")
 
 
 def check_user_flow(doc, line, errors):
-    tokens = words(line)
-    index = next(i for i, t in enumerate(tokens) if t.endswith("scripts/user-flow"))
-    rest = tokens[index + 1:]
-    i = 0
-    while i < len(rest):
-        token = rest[i]
-        if token in ("--from", "--dir"):
-            i += 2
-            continue
+    for token in arguments(words(line), "scripts/user-flow", ("--from", "--dir")):
         if token not in ("-h", "--help", "new", "existing"):
             errors.append(f"{doc}: `{line}`: user-flow takes no argument '{token}'")
-        i += 1
 
 
 def self_path():
