@@ -2,9 +2,9 @@
 # qfabric kernel library. The target triple comes from zephyr-lang-rust's mapping when that module
 # is in the build (one mapping for both), else from the same rules below.
 #
-# Toolchain: QFABRIC_CARGO / QFABRIC_RUSTC (cache variables or environment) choose cargo and rustc;
-# when the target's prebuilt `core` is missing from rustc's sysroot the library is built with
-# `-Z build-std=core` (RUSTC_BOOTSTRAP=1), which needs the matching rust-src.
+# Toolchain: found by qfabric_find_rust() below (QFABRIC_RUSTC / QFABRIC_CARGO, cache variables
+# or environment, pin it); when the target's prebuilt `core` is missing from rustc's sysroot the
+# library is built with `-Z build-std=core` (RUSTC_BOOTSTRAP=1) from the matching rust-src.
 #
 # Bindings: the crate's build.rs runs bindgen (QFABRIC_BINDGEN, a cache variable or environment;
 # default bindgen on PATH or /opt/qfabric/tools/bin) over the module's C headers, with the
@@ -86,15 +86,121 @@ function(qfabric_rust_target out)
   set(${out} ${t} PARENT_SCOPE)
 endfunction()
 
+# One line at configure time saying what the image gets: the hook mode and the features.
+function(qfabric_report_features)
+  if(CONFIG_QFABRIC_HOOKS_KERNEL_PATCH)
+    set(hooks kernel-patch)
+  else()
+    set(hooks tracing-user)
+  endif()
+  set(features)
+  foreach(pair "EDF;periodic EDF" "CBS;CBS" "ADMISSION;admission" "TRACE;trace"
+               "EXECUTOR;executor" "EXECUTOR_RPMSG;rpmsg")
+    list(GET pair 0 symbol)
+    list(GET pair 1 name)
+    if(CONFIG_QFABRIC_${symbol})
+      list(APPEND features "${name} on")
+    else()
+      list(APPEND features "${name} off")
+    endif()
+  endforeach()
+  list(JOIN features ", " features)
+  message(STATUS "qfabric: hooks ${hooks}, ${features}, "
+    "${CONFIG_QFABRIC_MAX_THREADS} control blocks")
+endfunction()
+
+# A Rust toolchain that can build the staticlib for `target`, the way Zephyr looks for its C
+# toolchain: one whose sysroot has the target's prebuilt `core` (rustup target add), or the
+# rust-src to build it with -Z build-std=core (Debian's rust-web-src, rustup component add
+# rust-src). QFABRIC_RUSTC (cache variable or environment) names the only candidate; else rustc
+# on PATH, then Debian's /usr/bin/rustc, then rustup's ~/.cargo/bin/rustc. cargo is
+# QFABRIC_CARGO, else the one beside the chosen rustc, else cargo on PATH. Sets
+# QFABRIC_RUSTC_FOUND, QFABRIC_CARGO_FOUND and QFABRIC_BUILD_STD (empty or -Z build-std=core)
+# in the caller; stops the configuration with what to install or set when none can.
+function(qfabric_find_rust target)
+  if(DEFINED ENV{QFABRIC_RUSTC} AND NOT QFABRIC_RUSTC)
+    set(QFABRIC_RUSTC $ENV{QFABRIC_RUSTC} CACHE FILEPATH "rustc for the qfabric staticlib")
+  endif()
+  if(DEFINED ENV{QFABRIC_CARGO} AND NOT QFABRIC_CARGO)
+    set(QFABRIC_CARGO $ENV{QFABRIC_CARGO} CACHE FILEPATH "cargo for the qfabric staticlib")
+  endif()
+  if(QFABRIC_RUSTC)
+    set(candidates ${QFABRIC_RUSTC})
+  else()
+    find_program(path_rustc rustc NO_CACHE)
+    set(candidates ${path_rustc} /usr/bin/rustc $ENV{HOME}/.cargo/bin/rustc)
+    list(REMOVE_DUPLICATES candidates)
+  endif()
+  set(tried)
+  foreach(rustc ${candidates})
+    if(NOT EXISTS ${rustc})
+      continue()
+    endif()
+    execute_process(COMMAND ${rustc} --print sysroot RESULT_VARIABLE rc
+      OUTPUT_VARIABLE sysroot ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    execute_process(COMMAND ${rustc} --version
+      OUTPUT_VARIABLE version ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT rc EQUAL 0)
+      list(APPEND tried "  ${rustc}: does not run")
+      continue()
+    endif()
+    if(EXISTS "${sysroot}/lib/rustlib/${target}/lib")
+      set(build_std)
+    elseif(EXISTS "${sysroot}/lib/rustlib/src/rust/library/Cargo.lock")
+      set(build_std -Z build-std=core)
+    else()
+      list(APPEND tried "  ${rustc} (${version}): no prebuilt core for ${target} and no rust-src")
+      continue()
+    endif()
+    if(QFABRIC_CARGO)
+      set(cargo ${QFABRIC_CARGO})
+    else()
+      get_filename_component(dir ${rustc} DIRECTORY)
+      if(EXISTS ${dir}/cargo)
+        set(cargo ${dir}/cargo)
+      else()
+        find_program(cargo cargo NO_CACHE)
+      endif()
+    endif()
+    if(NOT cargo OR NOT EXISTS ${cargo})
+      list(APPEND tried "  ${rustc} (${version}): no cargo beside it or on PATH")
+      continue()
+    endif()
+    set(QFABRIC_RUSTC_FOUND ${rustc} PARENT_SCOPE)
+    set(QFABRIC_CARGO_FOUND ${cargo} PARENT_SCOPE)
+    set(QFABRIC_BUILD_STD "${build_std}" PARENT_SCOPE)
+    string(JOIN " " how ${build_std})
+    if(NOT how)
+      set(how "its prebuilt core")
+    endif()
+    message(STATUS "qfabric: Rust ${version} (${rustc}, ${cargo}) for ${target}, ${how}")
+    return()
+  endforeach()
+  if(NOT tried)
+    set(tried "  no rustc found (looked for ${candidates})")
+  endif()
+  list(JOIN tried "\n" tried)
+  message(FATAL_ERROR "qfabric: no Rust toolchain here can build the staticlib for ${target}:\n"
+    "${tried}\n"
+    "It needs a rustc whose sysroot has ${target}'s core or the Rust sources to build it:\n"
+    "  rustup target add ${target}            (rustup's prebuilt core), or\n"
+    "  rustup component add rust-src           (built with -Z build-std=core), or\n"
+    "  apt-get install rustc-web cargo-web rust-web-src   (Debian 12's Rust 1.96)\n"
+    "then build again, or point at one with -DQFABRIC_RUSTC=/path/to/rustc "
+    "-DQFABRIC_CARGO=/path/to/cargo (or those environment variables).")
+endfunction()
+
 # The patched kernel declares the qfabric control-block pointer in struct _thread_base; without it
 # the build would fail deep inside the kernel, so say what to do instead.
 function(qfabric_require_patched_kernel)
+  get_filename_component(patches ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../../kernel-patches/zephyr
+    ABSOLUTE)
   file(STRINGS ${ZEPHYR_BASE}/include/zephyr/kernel/thread.h marker REGEX "qf_control")
   if(NOT marker)
     message(FATAL_ERROR
       "qfabric: CONFIG_QFABRIC_HOOKS_KERNEL_PATCH needs the qfabric kernel patches in "
       "${ZEPHYR_BASE}. Apply them with\n"
-      "  west patch -sm qfabric -b kernel-patches/zephyr -l kernel-patches/zephyr/patches.yml apply\n"
+      "  west patch -b ${patches} -l ${patches}/patches.yml apply\n"
       "or choose CONFIG_QFABRIC_HOOKS_TRACING_USER (no patch).")
   endif()
   # The series before sched_hooks.h included kernel_hooks.h in sched.c: the image would fail
@@ -104,8 +210,8 @@ function(qfabric_require_patched_kernel)
     message(FATAL_ERROR
       "qfabric: ${ZEPHYR_BASE} carries an older version of the qfabric kernel patches. "
       "Revert it and apply the current one:\n"
-      "  west patch -sm qfabric -b kernel-patches/zephyr -l kernel-patches/zephyr/patches.yml clean\n"
-      "  west patch -sm qfabric -b kernel-patches/zephyr -l kernel-patches/zephyr/patches.yml apply")
+      "  west patch -b ${patches} -l ${patches}/patches.yml clean\n"
+      "  west patch -b ${patches} -l ${patches}/patches.yml apply")
   endif()
 endfunction()
 
@@ -113,14 +219,7 @@ function(qfabric_rust_staticlib)
   cmake_parse_arguments(ARG "" "CRATE_DIR;LIBRARY" "" ${ARGN})
   qfabric_rust_target(target)
 
-  if(DEFINED ENV{QFABRIC_CARGO})
-    set(QFABRIC_CARGO $ENV{QFABRIC_CARGO} CACHE FILEPATH "cargo for the qfabric staticlib")
-  endif()
-  if(DEFINED ENV{QFABRIC_RUSTC})
-    set(QFABRIC_RUSTC $ENV{QFABRIC_RUSTC} CACHE FILEPATH "rustc for the qfabric staticlib")
-  endif()
-  find_program(QFABRIC_CARGO cargo REQUIRED)
-  find_program(QFABRIC_RUSTC rustc REQUIRED)
+  qfabric_find_rust(${target})
   if(DEFINED ENV{QFABRIC_BINDGEN})
     set(QFABRIC_BINDGEN $ENV{QFABRIC_BINDGEN} CACHE FILEPATH "bindgen for the qfabric staticlib")
   endif()
@@ -144,12 +243,9 @@ $<$<BOOL:${includes}>:-I$<JOIN:${includes},\n-I>>
 $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
 ")
 
-  execute_process(COMMAND ${QFABRIC_RUSTC} --print sysroot
-    OUTPUT_VARIABLE sysroot OUTPUT_STRIP_TRAILING_WHITESPACE)
-  set(build_std)
+  set(build_std ${QFABRIC_BUILD_STD})
   set(bootstrap)
-  if(NOT EXISTS "${sysroot}/lib/rustlib/${target}/lib")
-    set(build_std -Z build-std=core)
+  if(build_std)
     set(bootstrap RUSTC_BOOTSTRAP=1)
   endif()
 
@@ -205,7 +301,7 @@ $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/qfabric-cargo.always
     BYPRODUCTS ${lib}
     COMMAND ${CMAKE_COMMAND} -E env
-      RUSTC=${QFABRIC_RUSTC} ${bootstrap} ${opt_level} ${rustflags}
+      RUSTC=${QFABRIC_RUSTC_FOUND} ${bootstrap} ${opt_level} ${rustflags}
       QFABRIC_MAX_THREADS=${CONFIG_QFABRIC_MAX_THREADS}
       QFABRIC_TRACE_EVENTS=${trace_events}
       QFABRIC_TRACE_SWITCHES=${trace_switches}
@@ -215,7 +311,7 @@ $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
       QFABRIC_EXECUTOR_MAX_CHAINS=${chains}
       QFABRIC_BINDGEN=${QFABRIC_BINDGEN}
       QFABRIC_BINDGEN_ARGS=${bindgen_args}
-      ${QFABRIC_CARGO} build --release --locked ${features}
+      ${QFABRIC_CARGO_FOUND} build --release --locked ${features}
         --manifest-path ${ARG_CRATE_DIR}/Cargo.toml
         --target ${target} --target-dir ${target_dir} ${build_std}
     COMMENT "qfabric: cargo build for ${target}"
@@ -226,5 +322,4 @@ $<$<BOOL:${defines}>:-D$<JOIN:${defines},\n-D>>
   # After the qfabric library on the link line, and kept as one unit with the kernel library
   # (which calls into it) by the linker's group.
   target_link_libraries(${ARG_LIBRARY} PUBLIC ${lib})
-  message(STATUS "qfabric: Rust target ${target}${build_std}")
 endfunction()

@@ -34,7 +34,7 @@ same_signature!(
     trace::qf_trace_pop,
     trace::qf_trace_lost,
     trace::qf_trace_dump,
-    switch_log::qf_switch_pop,
+    trace::qf_switch_pop,
 );
 
 #[cfg(feature = "executor")]

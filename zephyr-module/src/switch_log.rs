@@ -1,14 +1,12 @@
 //! The switch log (CONFIG_QFABRIC_TRACE_SWITCHES): every switch in and out of a thread with a
 //! control block, so a run's schedule can be rebuilt slice by slice. The event ring only keeps
-//! the switches that start or stop a CBS budget. Read from C one entry at a time with
-//! `qf_switch_pop`; when full, the oldest entry is overwritten.
-
-use core::ffi::c_int;
+//! the switches that start or stop a CBS budget. When full, the oldest entry is overwritten.
+//! Only the ring lives here: the state holds one (`State::switches`), the switch hooks write it
+//! and C reads it through `qf_switch_pop` (trace.rs, beside the event ring's readers).
 
 use qf_sched::ThreadId;
 
 use crate::config::TRACE_SWITCHES;
-use crate::state::with_state;
 
 /// `struct qf_switch` (include/qfabric/api.h, generated).
 pub use crate::sys::qf_switch as QfSwitch;
@@ -67,23 +65,6 @@ impl<const N: usize> SwitchLog<N> {
 
 /// The log the switch hooks write (sized by Kconfig).
 pub type Log = SwitchLog<TRACE_SWITCHES>;
-
-/// Takes the oldest logged switch; 1 with `*out` filled, 0 if the log is empty.
-///
-/// # Safety
-/// `out` must be null or point to a writable `struct qf_switch`.
-#[no_mangle]
-pub unsafe extern "C" fn qf_switch_pop(out: *mut QfSwitch) -> c_int {
-    if out.is_null() {
-        return 0;
-    }
-    let Some(entry) = with_state(|state| state.switches.pop()) else {
-        return 0;
-    };
-    // SAFETY: `out` is non-null and, by the caller's contract, points to a writable qf_switch.
-    unsafe { out.write(entry) };
-    1
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
-//! The scheduling event ring, read from C: one event at a time (`qf_trace_pop`) or all of them
-//! printed as CSV (`qf_trace_dump`) in the format of `qf sim --events`:
-//! `time,task,event,budget,deadline` with times in kernel ticks and task = pool slot.
+//! The traces, read from C. The scheduling event ring: one event at a time (`qf_trace_pop`) or
+//! all of them printed as CSV (`qf_trace_dump`) in the format of `qf sim --events`:
+//! `time,task,event,budget,deadline` with times in kernel ticks and task = pool slot. The switch
+//! log (switch_log.rs): one switch at a time (`qf_switch_pop`).
 
 use core::ffi::c_int;
 use core::fmt::Write;
@@ -9,6 +10,7 @@ use qf_sched::Event;
 
 use crate::port::{self, Line};
 use crate::state::with_state;
+use crate::switch_log::QfSwitch;
 
 /// The CSV header line.
 const HEADER: &str = "time,task,event,budget,deadline\n";
@@ -67,4 +69,21 @@ pub extern "C" fn qf_trace_dump() {
         );
         port::print(line.as_str());
     }
+}
+
+/// Takes the oldest logged switch; 1 with `*out` filled, 0 if the log is empty.
+///
+/// # Safety
+/// `out` must be null or point to a writable `struct qf_switch`.
+#[no_mangle]
+pub unsafe extern "C" fn qf_switch_pop(out: *mut QfSwitch) -> c_int {
+    if out.is_null() {
+        return 0;
+    }
+    let Some(entry) = with_state(|state| state.switches.pop()) else {
+        return 0;
+    };
+    // SAFETY: `out` is non-null and, by the caller's contract, points to a writable qf_switch.
+    unsafe { out.write(entry) };
+    1
 }
