@@ -82,7 +82,10 @@ pub enum NotReady {
     NoMagic(u32),
     WrongLayout(u32),
     State(u32),
-    BadTable { offset: u32, size: u32 },
+    BadTable {
+        offset: u32,
+        size: u32,
+    },
     /// The table is in its slot but is not the board's (one rpmsg vdev, two vrings that fit
     /// their carveouts): the first defect found, with the value found.
     Malformed(TableDefect),
