@@ -37,6 +37,8 @@ set(rv32 CONFIG_RISCV CONFIG_RISCV_ISA_RV32I)
 expect_target(thumbv8m.main-none-eabi CONFIG_CPU_CORTEX_M33)
 expect_target(thumbv8m.main-none-eabihf CONFIG_CPU_CORTEX_M33 CONFIG_FP_HARDABI)
 expect_target(thumbv7em-none-eabi CONFIG_CPU_CORTEX_M4)
+# STM32MP157's Cortex-M4F with CONFIG_FPU and the hard-float ABI (the boards' default is soft).
+expect_target(thumbv7em-none-eabihf CONFIG_CPU_CORTEX_M4 CONFIG_FP_HARDABI)
 # ESP32-C3 (the task-based CBS paper's board): RV32IMC, no atomics.
 expect_target(riscv32imc-unknown-none-elf ${rv32} CONFIG_RISCV_ISA_EXT_M CONFIG_RISCV_ISA_EXT_C)
 # qemu_riscv32 (virt: M, A, C; F without the hard-float ABI).
