@@ -270,7 +270,7 @@ impl ObserveSpec {
             let frame = &response[..len];
             let id = decode_frame(frame)
                 .map(|f| f.header.invocation_id)
-                .map_err(|e| anyhow::anyhow!("a chain result that is no frame: {e:?}"))?;
+                .map_err(|e| anyhow::anyhow!("a chain result that is no frame: {e}"))?;
             if id < first || id - first > u64::from(u32::MAX) {
                 bail!("result {id:#x} is not from the chain (ids start at {first:#x})");
             }
