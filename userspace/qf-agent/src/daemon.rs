@@ -9,6 +9,29 @@
 //! decisions). SIGTERM or SIGINT finishes the chain observation in flight, journals the shutdown
 //! and exits cleanly.
 //!
+//! Ordinary life on a board, and what the daemon does about it:
+//! * **Restarts.** Every run starts a newer epoch than any before it (`STATE_DIR/epoch`, see
+//!   `qf_execution::session`) and uses invocation ids no other client uses, so the MCU's replay
+//!   window never takes a new run for a replay. A DUPLICATE or STALE reply means the MCU did not
+//!   run the invocation: the release is logged, journaled (`mcu_rejected`) and counted in
+//!   `rejected_releases`, never scored; after STALE the next release carries a newer epoch.
+//! * **The MCU goes away.** The socket endpoint reconnects by itself (the next call at once, then
+//!   50 ms doubling to 2 s); meanwhile `qf status` shows the MCU down with the reason, the journal
+//!   has `mcu_down` / `mcu_up`, and moves to the MCU fail destination admission.
+//! * **A crash or a full disk mid-append.** The torn last record is cut off at the next start,
+//!   saved to `JOURNAL.torn-SECONDS` and the cut journaled; a damaged record anywhere else still
+//!   refuses to start (see `qf_evidence::journal`).
+//! * **A second copy.** `STATE_DIR/qfabricd.lock` and `JOURNAL.lock` are exclusive `flock`s; a
+//!   second daemon fails at once naming the first's pid. The kernel drops them with the process,
+//!   however it dies.
+//! * **Tampering.** `STATE_DIR/journal.anchor` holds the chain's head (also in `qf status`), so a
+//!   deleted tail, an emptied file or a re-hashed edit stops the next start; with `journal_key`
+//!   the chain is HMAC-SHA256 under a key only the daemon can read. To start afresh on purpose,
+//!   move the journal *and* its anchor away.
+//!
+//! `userspace/qf-agent/tests/faults.rs` exercises the first three with SIGKILLs during traffic;
+//! `scripts/soak-agent` runs the daemon for 30 minutes under injected MCU faults.
+//!
 //! Configuration (TOML):
 //! ```toml
 //! chain = "chain.toml"          # the chain file (see qf_evidence::chain)

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{journal_entries, wait_for, write_config, Emulator};
+use common::{journal_entries, spawn_daemon, stop_daemon, wait_for, write_config, Emulator};
 use qf_agent::cli::run::RunArgs;
 use qf_agent::daemon::query_status;
 use std::process::Command;
@@ -110,22 +110,13 @@ fn refused_releases_are_never_scored_as_misses() {
         "mcu_socket = \"mcu.sock\"\n",
         "[contract]\nwindow = 5\nhysteresis = 1\n",
     );
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_qfabricd"))
-        .arg("--config")
-        .arg(&config)
-        .spawn()
-        .unwrap();
+    let daemon = spawn_daemon(&config);
     let socket = root.join("run/qfabricd.sock");
     wait_for(Duration::from_secs(30), "20 refused releases", || {
         query_status(&socket).is_ok_and(|s| s.rejected_releases >= 20)
     });
     let status = query_status(&socket).unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    assert!(daemon.wait().unwrap().success());
+    stop_daemon(daemon);
     assert_eq!(status.window_index, 0, "no release was scored: {status:?}");
     assert!(status.last_decisions.is_empty(), "{status:?}");
     let entries = journal_entries(&root.join("state/decisions.jsonl"));
@@ -150,11 +141,7 @@ fn the_daemon_reconnects_to_a_restarted_mcu() {
     let mcu = root.join("mcu.sock");
     let first = Emulator::serve(&mcu);
     let config = write_config(root, "mcu", "mcu_socket = \"mcu.sock\"\n", "");
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_qfabricd"))
-        .arg("--config")
-        .arg(&config)
-        .spawn()
-        .unwrap();
+    let daemon = spawn_daemon(&config);
     let socket = root.join("run/qfabricd.sock");
     wait_for(Duration::from_secs(30), "MCU replies", || {
         first.mcu.stats().replies >= 10 && query_status(&socket).is_ok()
@@ -169,12 +156,7 @@ fn the_daemon_reconnects_to_a_restarted_mcu() {
         "the MCU back up and serving",
         || second.mcu.stats().replies >= 10 && query_status(&socket).is_ok_and(|s| s.mcu_available),
     );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    assert!(daemon.wait().unwrap().success());
+    stop_daemon(daemon);
     let events: Vec<String> = journal_entries(&root.join("state/decisions.jsonl"))
         .iter()
         .filter_map(|e| e["event"].as_str().map(str::to_owned))
@@ -191,11 +173,7 @@ fn a_second_daemon_on_the_same_state_fails_at_once_by_pid() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let config = write_config(root, "linux", "", "");
-    let mut first = Command::new(env!("CARGO_BIN_EXE_qfabricd"))
-        .arg("--config")
-        .arg(&config)
-        .spawn()
-        .unwrap();
+    let first = spawn_daemon(&config);
     let socket = root.join("run/qfabricd.sock");
     wait_for(Duration::from_secs(30), "the first daemon", || {
         query_status(&socket).is_ok_and(|s| s.observations > 5)
@@ -217,12 +195,7 @@ fn a_second_daemon_on_the_same_state_fails_at_once_by_pid() {
         stderr.contains(&format!("(pid {})", first.id())),
         "{stderr}"
     );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(first.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    assert!(first.wait().unwrap().success());
+    stop_daemon(first);
     qf_evidence::journal::verify(&root.join("state/decisions.jsonl")).unwrap();
 }
 

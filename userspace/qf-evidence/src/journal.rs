@@ -78,7 +78,7 @@ pub enum JournalError {
         line: usize,
         detail: String,
     },
-    #[error("journal {path} does not match its anchor {anchor}: {detail}")]
+    #[error("journal {path} does not match its anchor {anchor}: {detail}; to start a new journal on purpose, move the journal and the anchor away")]
     Anchor {
         path: PathBuf,
         anchor: PathBuf,

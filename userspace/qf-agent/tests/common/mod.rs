@@ -84,3 +84,40 @@ pub fn wait_for(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Spawns `qfabricd --config CONFIG`.
+pub fn spawn_daemon(config: &Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_qfabricd"))
+        .arg("--config")
+        .arg(config)
+        .spawn()
+        .unwrap()
+}
+
+/// Stops a daemon with SIGTERM and asserts it exits cleanly.
+pub fn stop_daemon(mut daemon: std::process::Child) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let exit = daemon.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+}
+
+/// Writes the profile traces `DIR/TASK.DOMAIN.csv` of `traces`: 300 correct calls of one
+/// latency (µs) each.
+pub fn write_flat_traces(dir: &Path, traces: &[(&str, f64)]) {
+    use qf_evidence::traces::{Sample, Trace};
+    std::fs::create_dir_all(dir).unwrap();
+    for (name, latency_us) in traces {
+        let rows = vec![
+            Sample {
+                latency_us: *latency_us,
+                ok: true,
+            };
+            300
+        ];
+        Trace::write(&dir.join(format!("{name}.csv")), &rows).unwrap();
+    }
+}
