@@ -227,11 +227,16 @@ impl McuEndpoint {
         })
     }
 
-    /// Connects, or for a socket returns an endpoint that keeps reconnecting even if the first
-    /// attempt fails (a daemon's MCU, which may start later or restart).
+    /// Connects, or for a socket or the kernel device returns an endpoint that keeps
+    /// reconnecting even if the first attempt fails (a daemon's MCU, which may start later or
+    /// restart); rpmsg_char endpoints are opened once.
     pub fn open_reconnecting(&self, timeout: Duration) -> Result<Box<dyn Domain>> {
         match self {
             McuEndpoint::Socket(path) => Ok(Box::new(McuSocket::reconnecting(path, timeout))),
+            McuEndpoint::Kernel(path) => Ok(Box::new(McuChannel::new(
+                KernelDevice::reconnecting(path.as_deref()),
+                timeout,
+            ))),
             _ => self.open(timeout),
         }
     }
@@ -425,6 +430,16 @@ pub trait McuTransport: Send {
         timeout: Duration,
     ) -> Result<(usize, Option<Split>)>;
 
+    /// Whether the channel can take a request now (see [`Domain::check_available`]).
+    fn check_available(&mut self) -> bool {
+        true
+    }
+
+    /// Why the channel is unavailable, when it can say.
+    fn down_reason(&self) -> Option<String> {
+        None
+    }
+
     /// The next frame the MCU sent unasked, waiting at most `timeout`, with the time Linux's
     /// kernel had it (CLOCK_MONOTONIC ns) when the transport can tell; `None` if none came.
     fn receive(
@@ -494,6 +509,13 @@ impl<T: McuTransport> Domain for McuChannel<T> {
             compute: None,
             dispatch,
         })
+    }
+    fn check_available(&mut self) -> bool {
+        self.transport.check_available()
+    }
+
+    fn down_reason(&self) -> Option<String> {
+        self.transport.down_reason()
     }
 }
 
@@ -580,13 +602,28 @@ pub struct KernelDevice {
     path: Option<PathBuf>,
     /// `None` after the channel went away.
     device: Option<Device>,
+    /// Why the device could not be opened the last time it was checked.
+    last_error: Option<String>,
 }
 
 impl KernelDevice {
+    /// Tries to open `path` (or the first `/dev/qfabricN`) and returns the transport either way;
+    /// a missing device is opened by a later call.
+    pub fn reconnecting(path: Option<&Path>) -> Self {
+        let mut kernel = KernelDevice {
+            path: path.map(Path::to_owned),
+            device: None,
+            last_error: None,
+        };
+        kernel.check_available();
+        kernel
+    }
+
     pub fn open(path: Option<&Path>) -> Result<Self> {
         let mut kernel = KernelDevice {
             path: path.map(Path::to_owned),
             device: None,
+            last_error: None,
         };
         kernel.device()?;
         Ok(kernel)
@@ -622,6 +659,24 @@ pub fn channel_gone(error: &DevError) -> bool {
 }
 
 impl McuTransport for KernelDevice {
+    /// Up while the device is open, or when it opens again (the MCU announced its channel).
+    fn check_available(&mut self) -> bool {
+        match self.device() {
+            Ok(_) => {
+                self.last_error = None;
+                true
+            }
+            Err(error) => {
+                self.last_error = Some(format!("{error:#}"));
+                false
+            }
+        }
+    }
+
+    fn down_reason(&self) -> Option<String> {
+        self.last_error.clone()
+    }
+
     fn round_trip(
         &mut self,
         request: &[u8],
@@ -788,7 +843,13 @@ mod tests {
         let mut transport = KernelDevice {
             path: Some(missing.clone()),
             device: None,
+            last_error: None,
         };
+        // A vanished device is reported down, with the reason, until it opens again.
+        assert!(!transport.check_available());
+        assert!(transport
+            .down_reason()
+            .is_some_and(|r| r.contains(&*missing.to_string_lossy())));
         let mut response = [0u8; MAX_FRAME_LEN];
         let error = transport
             .round_trip(&[0; 36], &mut response, Duration::from_secs(1))
