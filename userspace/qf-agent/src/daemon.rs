@@ -9,12 +9,38 @@
 //! decisions). SIGTERM or SIGINT finishes the chain observation in flight, journals the shutdown
 //! and exits cleanly.
 //!
+//! Ordinary life on a board, and what the daemon does about it:
+//! * **Restarts.** Every run starts a newer epoch than any before it (`STATE_DIR/epoch`, see
+//!   `qf_execution::session`) and uses invocation ids no other client uses, so the MCU's replay
+//!   window never takes a new run for a replay. A DUPLICATE or STALE reply means the MCU did not
+//!   run the invocation: the release is logged, journaled (`mcu_rejected`) and counted in
+//!   `rejected_releases`, never scored; after STALE the next release carries a newer epoch.
+//! * **The MCU goes away.** The socket endpoint reconnects by itself (the next call at once, then
+//!   50 ms doubling to 2 s); meanwhile `qf status` shows the MCU down with the reason, the journal
+//!   has `mcu_down` / `mcu_up`, and moves to the MCU fail destination admission.
+//! * **A crash or a full disk mid-append.** The torn last record is cut off at the next start,
+//!   saved to `JOURNAL.torn-SECONDS` and the cut journaled; a damaged record anywhere else still
+//!   refuses to start (see `qf_evidence::journal`).
+//! * **A second copy.** `STATE_DIR/qfabricd.lock` and `JOURNAL.lock` are exclusive `flock`s; a
+//!   second daemon fails at once naming the first's pid. The kernel drops them with the process,
+//!   however it dies.
+//! * **Tampering.** `STATE_DIR/journal.anchor` holds the chain's head (also in `qf status`), so a
+//!   deleted tail, an emptied file or a re-hashed edit stops the next start; with `journal_key`
+//!   the chain is HMAC-SHA256 under a key only the daemon can read. To start afresh on purpose,
+//!   move the journal *and* its anchor away.
+//!
+//! `userspace/qf-agent/tests/faults.rs` exercises the first three with SIGKILLs during traffic;
+//! `scripts/soak-agent` runs the daemon for 30 minutes under injected MCU faults.
+//!
 //! Configuration (TOML):
 //! ```toml
 //! chain = "chain.toml"          # the chain file (see qf_evidence::chain)
 //! profile = "profile/traces"    # TASK.DOMAIN.csv traces: p95 evidence (and Eq. 4 deadlines)
 //! socket = "/run/qfabric/qfabricd.sock"
 //! journal = "/var/lib/qfabric/decisions.jsonl"
+//! # state_dir = "/var/lib/qfabric"    # default: the journal's directory: the lock, the
+//! #                                     # epoch counter and the journal's anchor
+//! # journal_key = "/etc/qfabric/journal.key"  # keyed journal (HMAC-SHA256), mode 0600
 //! period_ms = 100
 //! caller = "ordinary"           # or "fifo" (caller and executor at SCHED_FIFO 50)
 //! # executor = "/usr/local/bin/qf-executor"
@@ -35,10 +61,11 @@ use qf_decision::controller::{Controller, Decision, Phase};
 use qf_decision::model::DomainId;
 use qf_decision::router::Router;
 use qf_evidence::chain::Chain;
-use qf_evidence::journal::{new_run_id, Journal};
+use qf_evidence::journal::{new_run_id, read_key, Journal, JournalOptions, PidLock};
 use qf_evidence::replay::{DecisionRecord, ReplayInputs};
 use qf_execution::domain::{executor_path, Domain, LinuxExecutor, McuEndpoint};
 use qf_execution::rt::{set_scheduling, CallerPolicy};
+use qf_execution::session::{EpochFile, Session};
 use qf_execution::workload::{encode_request, outcome_ok, random_request, task_by_name};
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
@@ -58,6 +85,11 @@ pub struct DaemonConfig {
     pub profile: Option<PathBuf>,
     pub socket: PathBuf,
     pub journal: PathBuf,
+    /// Where the daemon keeps its state (its lock, the epoch counter, the journal's anchor);
+    /// default: the journal's directory.
+    pub state_dir: Option<PathBuf>,
+    /// Key of a keyed journal (HMAC-SHA256), readable only by the daemon.
+    pub journal_key: Option<PathBuf>,
     #[serde(default = "default_period_ms")]
     pub period_ms: u64,
     #[serde(default = "default_caller")]
@@ -81,6 +113,15 @@ fn default_caller() -> CallerPolicy {
 }
 
 impl DaemonConfig {
+    /// The state directory: `state_dir`, else the journal's directory.
+    pub fn state_dir(&self) -> PathBuf {
+        self.state_dir.clone().unwrap_or_else(|| {
+            self.journal
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_owned)
+        })
+    }
+
     /// The MCU endpoint the configuration names, if any (naming two is an error).
     pub fn mcu_endpoint(&self) -> Result<Option<McuEndpoint>> {
         McuEndpoint::choose(
@@ -107,12 +148,20 @@ impl DaemonConfig {
         resolve(&mut config.socket);
         resolve(&mut config.journal);
         config.profile.as_mut().map(resolve);
+        config.state_dir.as_mut().map(resolve);
+        config.journal_key.as_mut().map(resolve);
         config.executor.as_mut().map(resolve);
         config.mcu_socket.as_mut().map(resolve);
         config.mcu_dev.as_mut().map(resolve);
         config
             .mcu_endpoint()
             .with_context(|| format!("configuration {}", path.display()))?;
+        if config.period_ms == 0 {
+            anyhow::bail!(
+                "configuration {}: period_ms = 0 would release the chain back to back; give the release period in ms (≥ 1)",
+                path.display()
+            );
+        }
         config
             .contract
             .validate()
@@ -138,8 +187,26 @@ pub struct Status {
     pub recent_window_miss_rates: Vec<f64>,
     pub last_decisions: Vec<DecisionRecord>,
     pub mcu_available: bool,
+    /// Why the MCU is unavailable, when it is.
+    #[serde(default)]
+    pub mcu_down_reason: Option<String>,
+    /// Chain releases not scored because the MCU refused an invocation as DUPLICATE or STALE
+    /// without running it (never counted as misses).
+    #[serde(default)]
+    pub rejected_releases: u64,
+    /// The epoch the daemon's requests carry (its session base plus the routing epoch).
+    #[serde(default)]
+    pub wire_epoch: u32,
     pub journal: PathBuf,
     pub journal_records: u64,
+    /// The hash of the journal's last record, also kept in the anchor outside the journal.
+    #[serde(default)]
+    pub journal_head: String,
+    #[serde(default)]
+    pub journal_anchor: PathBuf,
+    /// Whether the journal is keyed (HMAC-SHA256).
+    #[serde(default)]
+    pub journal_keyed: bool,
 }
 
 const RECENT_WINDOWS: usize = 10;
@@ -221,13 +288,58 @@ pub struct Daemon {
     journal: Journal,
     status: Arc<Mutex<Status>>,
     started: Instant,
-    next_invocation: u64,
+    /// This run's epoch base and invocation ids (fresh in every run, see `qf_execution::session`).
+    session: Session,
+    epochs: EpochFile,
+    mcu_available: bool,
+    _state_lock: PidLock,
+}
+
+/// What one chain release brought.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Release {
+    /// Every invocation answered (or failed, which is a wrong output): scored.
+    Scored { latency_us: f64, ok: bool },
+    /// The MCU refused an invocation as DUPLICATE or STALE without running it: the release says
+    /// nothing about any domain's timing or output, so it is not scored.
+    Rejected {
+        task: &'static str,
+        status: qf_abi::Status,
+        invocation_id: u64,
+        epoch: u32,
+    },
 }
 
 impl Daemon {
     /// Loads the chain and evidence, verifies the journal, spawns the executor and connects the MCU.
     pub fn new(config: DaemonConfig) -> Result<Daemon> {
+        // One daemon per state directory (and per journal): a second one fails here, by pid.
+        let state_dir = config.state_dir();
+        std::fs::create_dir_all(&state_dir)
+            .with_context(|| format!("creating the state directory {}", state_dir.display()))?;
+        let state_lock = PidLock::acquire(&state_dir.join("qfabricd.lock"))
+            .context("another qfabricd uses this state directory")?;
         let chain = Chain::load(&config.chain)?;
+        let endpoint = config.mcu_endpoint()?;
+        if endpoint.is_none() {
+            if let Some(task) = chain.task.iter().find(|t| t.start == DomainId::Mcu) {
+                anyhow::bail!(
+                    "chain {}: task `{}` starts on the mcu but the configuration names no MCU endpoint (mcu_socket, mcu_rpmsg or mcu_dev)",
+                    config.chain.display(),
+                    task.name
+                );
+            }
+        }
+        if let Some(profile) = &config.profile {
+            if !profile.is_dir() {
+                anyhow::bail!(
+                    "profile = {} is not a directory; without its traces the controller has no evidence (run `qf profile`, or remove the key)",
+                    profile.display()
+                );
+            }
+        } else {
+            eprintln!("qfabricd: no `profile` configured: the controller has no p95 evidence, so every move fails destination admission");
+        }
         let workloads = chain
             .task
             .iter()
@@ -253,13 +365,23 @@ impl Daemon {
         if let Some(dir) = config.journal.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let mut journal = Journal::open(&config.journal, &run_id)?;
+        let anchor = state_dir.join("journal.anchor");
+        let options = JournalOptions {
+            key: config.journal_key.as_deref().map(read_key).transpose()?,
+            anchor: Some(anchor.clone()),
+        };
+        let keyed = options.key.is_some();
+        let mut journal = Journal::open_with(&config.journal, &run_id, options)?;
+        let mut epochs = EpochFile::open(&state_dir.join("epoch"))?;
+        let session = Session::new(epochs.floor());
+        epochs.record(session.epoch(0))?;
         set_scheduling(0, config.caller.scheduling())?;
         let program = executor_path(config.executor.as_deref())?;
         let linux: Box<dyn Domain> =
             Box::new(LinuxExecutor::spawn(&program, config.caller.scheduling())?);
-        let endpoint = config.mcu_endpoint()?;
-        let mcu: Option<Box<dyn Domain>> = match endpoint.map(|e| e.open(Duration::from_secs(5))) {
+        let mut mcu: Option<Box<dyn Domain>> = match endpoint
+            .map(|e| e.open_reconnecting(Duration::from_secs(5)))
+        {
             Some(Ok(domain)) => Some(domain),
             Some(Err(error)) => {
                 eprintln!("qfabricd: MCU endpoint unavailable ({error:#}); moves to the MCU will fail destination admission");
@@ -267,22 +389,29 @@ impl Daemon {
             }
             None => None,
         };
+        let mcu_available = mcu.as_mut().is_some_and(|m| m.check_available());
         let mut controller = controller;
-        controller.set_domain_available(DomainId::Mcu, mcu.is_some());
+        controller.set_domain_available(DomainId::Mcu, mcu_available);
         journal.append(&serde_json::json!({
             "event": "start",
             "chain": config.chain,
             "contract": config.contract,
             "graph_deadline_us": controller.graph_deadline_us(),
             "placement": chain.start_placement(),
-            "mcu_available": mcu.is_some(),
+            "mcu_available": mcu_available,
+            "epoch_base": session.base(),
         }))?;
         let status = Status {
             run_id,
             pid: std::process::id(),
             journal: config.journal.clone(),
             graph_deadline_us: controller.graph_deadline_us(),
-            mcu_available: mcu.is_some(),
+            mcu_available,
+            wire_epoch: session.epoch(0),
+            journal_records: journal.records(),
+            journal_head: journal.head().to_owned(),
+            journal_anchor: anchor,
+            journal_keyed: keyed,
             ..Status::default()
         };
         Ok(Daemon {
@@ -293,46 +422,133 @@ impl Daemon {
             journal,
             status: Arc::new(Mutex::new(status)),
             started: Instant::now(),
-            next_invocation: 1,
+            session,
+            epochs,
+            mcu_available,
+            _state_lock: state_lock,
             config,
         })
     }
 
-    /// One chain observation: (chain latency µs, every output correct).
-    fn observe_chain(&mut self) -> Result<(f64, bool)> {
+    /// One chain release.
+    fn observe_chain(&mut self) -> Release {
         let mut latency_us = 0.0;
         let mut ok = true;
         let mut frame = [0u8; MAX_FRAME_LEN];
         for (index, &task) in self.workloads.iter().enumerate() {
             let ticket = self.router.begin(index);
-            let id = self.next_invocation;
-            self.next_invocation += 1;
+            let id = self.session.next_id();
+            let epoch = self.session.epoch(ticket.epoch);
+            let domain = ticket.domain;
             let request = random_request(task, id);
-            let result = (|| -> Result<(f64, bool)> {
-                let len = encode_request(task, &request, id, ticket.epoch, &mut frame)?;
+            let result = (|| -> Result<(f64, bool, qf_abi::Status)> {
+                let len = encode_request(task, &request, id, epoch, &mut frame)?;
                 let endpoint = self.endpoints[ticket.domain.index()]
                     .as_mut()
                     .with_context(|| format!("no endpoint for domain {}", ticket.domain))?;
                 let invocation = endpoint.invoke(&frame[..len])?;
+                let status = qf_abi::decode_frame(invocation.frame())
+                    .map_or(qf_abi::Status::Malformed, |f| f.header.status);
                 Ok((
                     invocation.latency.as_secs_f64() * 1e6,
                     outcome_ok(task, &request, invocation.frame()).unwrap_or(false),
+                    status,
                 ))
             })();
             self.router.finish(ticket);
             match result {
-                Ok((latency, correct)) => {
+                Ok((_, _, status @ (qf_abi::Status::Duplicate | qf_abi::Status::Stale))) => {
+                    return Release::Rejected {
+                        task: task.name(),
+                        status,
+                        invocation_id: id,
+                        epoch,
+                    };
+                }
+                Ok((latency, correct, _)) => {
                     latency_us += latency;
                     ok &= correct;
                 }
                 // A failed invocation is a wrong output for the contract; the chain goes on.
+                // While the MCU is known to be down, the down report said it all.
                 Err(error) => {
-                    eprintln!("qfabricd: invocation {id} of `{}`: {error:#}", task.name());
+                    if domain != DomainId::Mcu || self.mcu_available {
+                        eprintln!("qfabricd: invocation {id} of `{}`: {error:#}", task.name());
+                    }
                     ok = false;
                 }
             }
         }
-        Ok((latency_us, ok))
+        Release::Scored { latency_us, ok }
+    }
+
+    /// Notices the MCU going down or coming back: journals it, tells the controller (moves to a
+    /// down MCU fail destination admission) and the status.
+    fn track_mcu(&mut self) -> Result<()> {
+        let Some(mcu) = self.endpoints[DomainId::Mcu.index()].as_mut() else {
+            return Ok(());
+        };
+        let up = mcu.check_available();
+        if up == self.mcu_available {
+            return Ok(());
+        }
+        self.mcu_available = up;
+        self.controller.set_domain_available(DomainId::Mcu, up);
+        let reason = (!up).then(|| mcu_down_reason(mcu.as_ref()));
+        eprintln!(
+            "qfabricd: the MCU endpoint is {}{}",
+            if up { "up again" } else { "down" },
+            reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        );
+        self.journal.append(&serde_json::json!({
+            "event": if up { "mcu_up" } else { "mcu_down" },
+            "reason": reason,
+        }))?;
+        if let Ok(mut status) = self.status.lock() {
+            status.mcu_available = up;
+            status.mcu_down_reason = reason;
+        }
+        Ok(())
+    }
+
+    /// A release the MCU refused: logged, journaled, never scored. After STALE (another client
+    /// moved the MCU to a newer epoch) the session starts a newer epoch between releases.
+    fn refused(&mut self, release: Release) -> Result<()> {
+        let Release::Rejected {
+            task,
+            status,
+            invocation_id,
+            epoch,
+        } = release
+        else {
+            return Ok(());
+        };
+        let mut record = serde_json::json!({
+            "event": "mcu_rejected",
+            "task": task,
+            "status": status.name(),
+            "invocation_id": invocation_id,
+            "epoch": epoch,
+        });
+        if status == qf_abi::Status::Stale {
+            self.session.rebase(self.router.epoch());
+            let newer = self.session.epoch(self.router.epoch());
+            self.epochs.record(newer)?;
+            record["new_epoch"] = newer.into();
+        }
+        eprintln!(
+            "qfabricd: the MCU refused invocation {invocation_id} of `{task}` (epoch {epoch}) as {}; the release is not scored{}",
+            status.name(),
+            record.get("new_epoch").map(|e| format!(", next epoch {e}")).unwrap_or_default()
+        );
+        self.journal.append(&record)?;
+        if let Ok(mut status) = self.status.lock() {
+            status.rejected_releases += 1;
+        }
+        Ok(())
     }
 
     /// Runs until `stop` is raised (or `limit` chain observations, if given).
@@ -350,7 +566,17 @@ impl Daemon {
         let result = (|| -> Result<()> {
             while !stop.load(Ordering::SeqCst) && limit.is_none_or(|l| observations < l) {
                 let release = Instant::now();
-                let (latency_us, ok) = self.observe_chain()?;
+                self.track_mcu()?;
+                let (latency_us, ok) = match self.observe_chain() {
+                    Release::Scored { latency_us, ok } => (latency_us, ok),
+                    rejected => {
+                        self.refused(rejected)?;
+                        observations += 1;
+                        std::thread::sleep(period.saturating_sub(release.elapsed()));
+                        continue;
+                    }
+                };
+                self.track_mcu()?;
                 observations += 1;
                 let window_before = self.controller.current_window();
                 let index_before = self.controller.window_index();
@@ -376,7 +602,10 @@ impl Daemon {
                     last_decisions.push_back(record);
                 }
                 if changed {
-                    // Journaled first; now the quiescent switch (drain, new epoch, new domain).
+                    // Journaled first; now the quiescent switch (drain, new epoch, new domain),
+                    // with the new epoch recorded before any request carries it.
+                    self.epochs
+                        .record(self.session.epoch(self.controller.epoch()))?;
                     self.router
                         .switch(self.controller.placement(), self.controller.epoch());
                 }
@@ -384,6 +613,7 @@ impl Daemon {
                     status.uptime_s = self.started.elapsed().as_secs_f64();
                     status.observations = observations;
                     status.epoch = self.router.epoch();
+                    status.wire_epoch = self.session.epoch(self.router.epoch());
                     status.placement = self
                         .controller
                         .tasks()
@@ -397,6 +627,7 @@ impl Daemon {
                     status.recent_window_miss_rates = recent_windows.iter().copied().collect();
                     status.last_decisions = last_decisions.iter().cloned().collect();
                     status.journal_records = self.journal.records();
+                    status.journal_head = self.journal.head().to_owned();
                 }
                 std::thread::sleep(period.saturating_sub(release.elapsed()));
             }
@@ -408,6 +639,13 @@ impl Daemon {
         self.journal.append(&serde_json::json!({"event": "shutdown", "observations": observations, "error": result.as_ref().err().map(|e| format!("{e:#}"))}))?;
         result
     }
+}
+
+/// Why a domain is down, when it can say.
+fn mcu_down_reason(domain: &dyn Domain) -> String {
+    domain
+        .down_reason()
+        .unwrap_or_else(|| "not answering".to_owned())
 }
 
 fn bind_socket(path: &Path) -> Result<UnixListener> {

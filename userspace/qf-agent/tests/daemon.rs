@@ -2,12 +2,14 @@
 //! (the paper's injected rollback scenario), `qf status` over the socket, SIGTERM drain, and the
 //! journal verified afterwards.
 
+mod common;
+
+use common::write_flat_traces;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use qf_agent::daemon::query_status;
 use qf_decision::controller::Action;
 use qf_decision::model::DomainId;
-use qf_evidence::traces::{Sample, Trace};
 use std::os::unix::net::UnixListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -28,18 +30,10 @@ fn a_live_chain_switches_rolls_back_reports_status_and_drains_on_sigterm() {
     // FIR×512 takes ~1-3 ms here, so a 300 µs deadline is violated in every window. The MCU
     // profile (injected) promises 10 µs, so the move is admitted; the MCU endpoint is no faster,
     // so probation fails and the move is rolled back.
-    std::fs::create_dir(root.join("profile")).unwrap();
-    let rows = |latency_us| {
-        vec![
-            Sample {
-                latency_us,
-                ok: true
-            };
-            300
-        ]
-    };
-    Trace::write(&root.join("profile/stage.linux.csv"), &rows(2_000.0)).unwrap();
-    Trace::write(&root.join("profile/stage.mcu.csv"), &rows(10.0)).unwrap();
+    write_flat_traces(
+        &root.join("profile"),
+        &[("stage.linux", 2_000.0), ("stage.mcu", 10.0)],
+    );
     std::fs::write(
         root.join("chain.toml"),
         "[[task]]\nname = \"stage\"\neffect = \"pure\"\ndomains = [\"linux\", \"mcu\"]\nstart = \"linux\"\ndeadline_us = 300\n",

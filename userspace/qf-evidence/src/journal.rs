@@ -1,24 +1,46 @@
 //! The decision journal: append-only JSON lines, one record per controller decision, each with a
 //! schema version, run id, monotonic time, inputs, outcome and reason code, hash-chained to the
-//! previous record (SHA-256) and fsync'd before the decision takes effect.
+//! previous record and fsync'd before the decision takes effect.
 //!
 //! A line is `{"schema":1,"run_id":…,"seq":…,"monotonic_ns":…,"prev":HEX,"entry":{…},"hash":HEX}`
 //! where `hash = SHA-256(prev ‖ "\n" ‖ body)` and `body` is the line's text without the trailing
 //! `,"hash":HEX` member, byte for byte as written (re-serialising parsed JSON would not do: float
-//! formatting does not round-trip exactly through a parse). The
-//! first record's `prev` is 64 zeros. Opening a journal verifies the whole chain; a corrupt record
-//! or a truncated tail is reported with its line number and never silently accepted.
+//! formatting does not round-trip exactly through a parse). The first record's `prev` is 64
+//! zeros. A **keyed** journal (see [`JournalOptions::key`]) uses HMAC-SHA256 under a secret key
+//! instead and says so in every record (`"mac":"hmac-sha256"` in the body).
+//!
+//! Opening a journal takes an exclusive lock (a second writer fails at once, naming the holder's
+//! pid) and verifies the whole chain. A torn last record (no final newline: a crash or a full disk
+//! mid-write) is expected in any append-only log: it is cut off, saved next to the journal
+//! (`JOURNAL.torn-SECONDS`) and the cut is journaled. Anything else that does not verify (a
+//! damaged record, a broken chain, a record after a torn one) is reported with its line number
+//! and never silently accepted. An **anchor** (see [`JournalOptions::anchor`]) keeps the chain's
+//! head outside the file, so a shortened, emptied or re-hashed journal no longer verifies.
+//!
+//! What each mode detects:
+//! * plain chain: any changed, inserted, deleted or reordered record *followed by intact ones*;
+//!   not a deleted tail, an emptied file, nor an edit whose author recomputed every later hash;
+//! * plus anchor: also a deleted tail, an emptied or replaced file and any re-hashed edit up to
+//!   the anchored head, unless the anchor was rewritten as well;
+//! * keyed: also a re-hashed edit anywhere, by anyone without the key (and a keyed journal
+//!   rewritten as a plain one); with the anchor, also a deleted tail. No mode protects against
+//!   someone who holds the key and can write the anchor.
 
+use hmac::{Hmac, Mac};
 use qf_execution::qfabric_dev::monotonic_ns;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// Version of the record layout.
 pub const SCHEMA_VERSION: u32 = 1;
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// The `mac` a keyed journal's records carry.
+pub const KEYED_MAC: &str = "hmac-sha256";
+/// Shortest journal key accepted, in bytes.
+pub const MIN_KEY_LEN: usize = 32;
 
 /// Why a journal cannot be trusted or written.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +50,7 @@ pub enum JournalError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("journal {path} line {line}: truncated tail (no final newline or incomplete record); refusing to append")]
+    #[error("journal {path} line {line}: truncated tail (no final newline or incomplete record); opening it for appending cuts the torn record off")]
     TruncatedTail { path: PathBuf, line: usize },
     #[error("journal {path} line {line}: not a journal record ({detail})")]
     Corrupt {
@@ -50,6 +72,22 @@ pub enum JournalError {
         line: usize,
         found: u32,
     },
+    #[error("journal {path} line {line}: {detail}")]
+    Mode {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
+    #[error("journal {path} does not match its anchor {anchor}: {detail}; to start a new journal on purpose, move the journal and the anchor away")]
+    Anchor {
+        path: PathBuf,
+        anchor: PathBuf,
+        detail: String,
+    },
+    #[error("{path} is locked by another process{holder}; one writer at a time")]
+    Locked { path: PathBuf, holder: String },
+    #[error("journal key {path}: {detail}")]
+    Key { path: PathBuf, detail: String },
     #[error("journal entry does not serialize: {0}")]
     Encode(#[from] serde_json::Error),
 }
@@ -61,6 +99,8 @@ struct Body {
     run_id: String,
     seq: u64,
     monotonic_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mac: Option<String>,
     prev: String,
     entry: serde_json::Value,
 }
@@ -87,12 +127,25 @@ fn split_hash(line: &str) -> Option<(String, &str)> {
         .then(|| (format!("{open}}}"), hash))
 }
 
-fn chain_hash(prev: &str, body: &str) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(prev.as_bytes());
-    hasher.update(b"\n");
-    hasher.update(body.as_bytes());
-    hex::encode(hasher.finalize())
+fn chain_hash(key: Option<&[u8]>, prev: &str, body: &str) -> String {
+    match key {
+        None => {
+            let mut hasher = Sha256::new();
+            hasher.update(prev.as_bytes());
+            hasher.update(b"\n");
+            hasher.update(body.as_bytes());
+            hex::encode(hasher.finalize())
+        }
+        Some(key) => {
+            // HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
+            let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key)
+                .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+            mac.update(prev.as_bytes());
+            mac.update(b"\n");
+            mac.update(body.as_bytes());
+            hex::encode(mac.finalize().into_bytes())
+        }
+    }
 }
 
 /// Summary of a verified journal.
@@ -100,10 +153,43 @@ fn chain_hash(prev: &str, body: &str) -> String {
 pub struct Verified {
     pub records: u64,
     pub last_hash: String,
+    /// Whether the records are keyed (HMAC-SHA256).
+    pub keyed: bool,
 }
 
-/// Verifies every record of an existing journal.
+/// What a scan found besides the verified records.
+#[derive(Debug, Default)]
+struct Scan {
+    /// Bytes of the complete, verified records.
+    complete_len: u64,
+    /// A torn last record: its line number.
+    torn_line: Option<usize>,
+    /// The hash of record `seq` (asked for by an anchor), if the journal has it.
+    hash_at: Option<String>,
+}
+
+/// Verifies every record of an existing journal (plain or keyed: a keyed journal needs `key`).
 pub fn verify(path: &Path) -> Result<Verified, JournalError> {
+    verify_with(path, None)
+}
+
+/// [`verify`] with the key of a keyed journal.
+pub fn verify_with(path: &Path, key: Option<&[u8]>) -> Result<Verified, JournalError> {
+    let (verified, scan) = scan(path, key, None)?;
+    match scan.torn_line {
+        Some(line) => Err(JournalError::TruncatedTail {
+            path: path.to_owned(),
+            line,
+        }),
+        None => Ok(verified),
+    }
+}
+
+fn scan(
+    path: &Path,
+    key: Option<&[u8]>,
+    want_hash_of: Option<u64>,
+) -> Result<(Verified, Scan), JournalError> {
     let io = |source| JournalError::Io {
         path: path.to_owned(),
         source,
@@ -113,19 +199,36 @@ pub fn verify(path: &Path) -> Result<Verified, JournalError> {
     let mut prev = GENESIS.to_owned();
     let mut records = 0u64;
     let mut line_number = 0usize;
+    let mut found = Scan::default();
     let mut line = String::new();
     loop {
         line.clear();
-        let read = reader.read_line(&mut line).map_err(io)?;
+        let read = reader.read_line(&mut line);
+        let read = match read {
+            // Bytes that are not UTF-8 on the last line are a torn record too.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                let mut rest = Vec::new();
+                reader.read_to_end(&mut rest).map_err(io)?;
+                if rest.contains(&b'\n') {
+                    return Err(JournalError::Corrupt {
+                        path: path.to_owned(),
+                        line: line_number + 1,
+                        detail: "not UTF-8".into(),
+                    });
+                }
+                found.torn_line = Some(line_number + 1);
+                break;
+            }
+            other => other.map_err(io)?,
+        };
         if read == 0 {
             break;
         }
         line_number += 1;
         if !line.ends_with('\n') {
-            return Err(JournalError::TruncatedTail {
-                path: path.to_owned(),
-                line: line_number,
-            });
+            // Only the last line can lack its newline: a torn record.
+            found.torn_line = Some(line_number);
+            break;
         }
         let text = line.trim_end_matches('\n');
         let corrupt = |detail: String| JournalError::Corrupt {
@@ -144,6 +247,26 @@ pub fn verify(path: &Path) -> Result<Verified, JournalError> {
                 found: record.schema,
             });
         }
+        let mode = |detail: &str| JournalError::Mode {
+            path: path.to_owned(),
+            line: line_number,
+            detail: detail.to_owned(),
+        };
+        match (record.mac.as_deref(), key) {
+            (None, None) => {}
+            (Some(KEYED_MAC), Some(_)) => {}
+            (Some(KEYED_MAC), None) => {
+                return Err(mode(
+                    "a keyed record (hmac-sha256); verifying it needs the key",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(mode(
+                    "an unkeyed record where the journal is keyed (rewritten without the key?)",
+                ))
+            }
+            (Some(_), _) => return Err(mode("an unknown \"mac\"")),
+        }
         let broken = |detail: String| JournalError::ChainBroken {
             path: path.to_owned(),
             line: line_number,
@@ -161,19 +284,162 @@ pub fn verify(path: &Path) -> Result<Verified, JournalError> {
                 record.seq
             )));
         }
-        let expected = chain_hash(&prev, &body_text);
+        let expected = chain_hash(key, &prev, &body_text);
         if stored_hash != expected {
             return Err(broken(format!(
                 "stored hash {stored_hash} but the record hashes to {expected}"
             )));
         }
+        if want_hash_of == Some(records) {
+            found.hash_at = Some(expected.clone());
+        }
         prev = expected;
         records += 1;
+        found.complete_len += line.len() as u64;
     }
-    Ok(Verified {
-        records,
-        last_hash: prev,
-    })
+    Ok((
+        Verified {
+            records,
+            last_hash: prev,
+            keyed: key.is_some(),
+        },
+        found,
+    ))
+}
+
+/// An exclusive `flock` on a file holding the holder's pid, released when dropped (or when the
+/// process dies, however it dies).
+#[derive(Debug)]
+pub struct PidLock {
+    _lock: nix::fcntl::Flock<File>,
+    path: PathBuf,
+}
+
+impl PidLock {
+    /// Takes the lock on `path` (created if missing) without waiting; if another process holds
+    /// it, fails at once naming that process's pid.
+    pub fn acquire(path: &Path) -> Result<PidLock, JournalError> {
+        let io = |source| JournalError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
+        let mut lock =
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => lock,
+                Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
+                    let mut pid = String::new();
+                    let _ = file.read_to_string(&mut pid);
+                    let pid = pid.trim();
+                    return Err(JournalError::Locked {
+                        path: path.to_owned(),
+                        holder: if pid.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (pid {pid})")
+                        },
+                    });
+                }
+                Err((_, errno)) => return Err(io(errno.into())),
+            };
+        let write = |file: &mut File| -> std::io::Result<()> {
+            file.set_len(0)?;
+            file.seek(SeekFrom::Start(0))?;
+            writeln!(file, "{}", std::process::id())?;
+            file.sync_data()
+        };
+        write(&mut lock).map_err(io)?;
+        Ok(PidLock {
+            _lock: lock,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The chain's head kept outside the journal: `{"records":N,"head":HEX}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Anchor {
+    pub records: u64,
+    pub head: String,
+}
+
+impl Anchor {
+    /// Reads an anchor; `None` if the file does not exist.
+    pub fn read(path: &Path) -> Result<Option<Anchor>, JournalError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| JournalError::Corrupt {
+                    path: path.to_owned(),
+                    line: 1,
+                    detail: format!("not a journal anchor: {e}"),
+                }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(JournalError::Io {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Writes the anchor durably (a temporary file, fsync'd, renamed over the old one).
+    pub fn write(&self, path: &Path) -> Result<(), JournalError> {
+        let temporary = path.with_extension("tmp");
+        let write = || -> std::io::Result<()> {
+            let mut file = File::create(&temporary)?;
+            writeln!(file, "{}", serde_json::to_string(self)?)?;
+            file.sync_all()?;
+            std::fs::rename(&temporary, path)
+        };
+        write().map_err(|source| JournalError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+}
+
+/// Reads a journal key: at least [`MIN_KEY_LEN`] bytes, in a file no one but its owner may read
+/// or write (mode 0600 or 0400).
+pub fn read_key(path: &Path) -> Result<Vec<u8>, JournalError> {
+    use std::os::unix::fs::PermissionsExt;
+    let key_error = |detail: String| JournalError::Key {
+        path: path.to_owned(),
+        detail,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| key_error(e.to_string()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(key_error(format!(
+            "mode {mode:04o} lets others read or write it; chmod 600 it"
+        )));
+    }
+    let key = std::fs::read(path).map_err(|e| key_error(e.to_string()))?;
+    if key.len() < MIN_KEY_LEN {
+        return Err(key_error(format!(
+            "{} bytes; a key has at least {MIN_KEY_LEN} (e.g. head -c 32 /dev/urandom)",
+            key.len()
+        )));
+    }
+    Ok(key)
+}
+
+/// How a journal is opened.
+#[derive(Debug, Clone, Default)]
+pub struct JournalOptions {
+    /// The HMAC-SHA256 key of a keyed journal (see [`read_key`]).
+    pub key: Option<Vec<u8>>,
+    /// Where the chain's head is kept outside the journal, updated after every append.
+    pub anchor: Option<PathBuf>,
 }
 
 /// An open journal, positioned after its last verified record.
@@ -184,58 +450,149 @@ pub struct Journal {
     run_id: String,
     next_seq: u64,
     last_hash: String,
+    /// Bytes of verified records (where the next record starts).
+    len: u64,
+    options: JournalOptions,
+    _lock: PidLock,
 }
 
 impl Journal {
-    /// Opens (or creates) a journal for appending, after verifying everything already in it.
+    /// Opens (or creates) a plain journal for appending (see [`Journal::open_with`]).
     pub fn open(path: &Path, run_id: &str) -> Result<Journal, JournalError> {
-        let verified = if path.exists() {
-            verify(path)?
+        Self::open_with(path, run_id, JournalOptions::default())
+    }
+
+    /// Opens (or creates) a journal for appending: takes the lock (`JOURNAL.lock`), verifies
+    /// everything already in it (against the anchor, if any), and cuts off a torn last record,
+    /// saving it to `JOURNAL.torn-SECONDS` and journaling the cut.
+    pub fn open_with(
+        path: &Path,
+        run_id: &str,
+        options: JournalOptions,
+    ) -> Result<Journal, JournalError> {
+        let mut lock_path = path.as_os_str().to_owned();
+        lock_path.push(".lock");
+        let lock = PidLock::acquire(Path::new(&lock_path))?;
+        let io = |source| JournalError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let anchor = match &options.anchor {
+            Some(anchor) => Anchor::read(anchor)?,
+            None => None,
+        };
+        let key = options.key.as_deref();
+        let (verified, found) = if path.exists() {
+            scan(
+                path,
+                key,
+                anchor.as_ref().and_then(|a| a.records.checked_sub(1)),
+            )?
         } else {
-            Verified {
+            let verified = Verified {
                 records: 0,
                 last_hash: GENESIS.to_owned(),
-            }
+                keyed: key.is_some(),
+            };
+            (verified, Scan::default())
         };
-        let file = OpenOptions::new()
+        if let (Some(anchor), Some(anchor_path)) = (&anchor, &options.anchor) {
+            let mismatch = |detail: String| JournalError::Anchor {
+                path: path.to_owned(),
+                anchor: anchor_path.clone(),
+                detail,
+            };
+            if verified.records < anchor.records {
+                return Err(mismatch(format!(
+                    "the journal holds {} records but the anchor vouches for {} (records deleted, or the file emptied or replaced)",
+                    verified.records, anchor.records
+                )));
+            }
+            let head = if anchor.records == 0 {
+                Some(GENESIS.to_owned())
+            } else {
+                found.hash_at.clone()
+            };
+            if head.as_deref() != Some(anchor.head.as_str()) {
+                return Err(mismatch(format!(
+                    "record {} hashes to {} but the anchor says {} (records rewritten)",
+                    anchor.records,
+                    head.unwrap_or_default(),
+                    anchor.head
+                )));
+            }
+        }
+        let mut file = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(path)
-            .map_err(|source| JournalError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
-        Ok(Journal {
+            .map_err(io)?;
+        let mut torn = None;
+        if let Some(line) = found.torn_line {
+            let copy = cut_torn_tail(path, &mut file, found.complete_len).map_err(io)?;
+            torn = Some((line, copy));
+        }
+        let mut journal = Journal {
             path: path.to_owned(),
             file,
             run_id: run_id.to_owned(),
             next_seq: verified.records,
             last_hash: verified.last_hash,
-        })
+            len: found.complete_len,
+            options,
+            _lock: lock,
+        };
+        if let Some((line, (copy, bytes))) = torn {
+            journal.append(&serde_json::json!({
+                "event": "torn_tail_recovered",
+                "line": line,
+                "bytes": bytes,
+                "saved_to": copy,
+            }))?;
+        }
+        Ok(journal)
     }
 
-    /// Appends one record and fsyncs it; returns the record's hash.
+    /// Appends one record and fsyncs it (then the anchor, if any); returns the record's hash. A
+    /// record that could not be written whole is cut off again, so a failed append (a full
+    /// disk) leaves the journal as it was.
     pub fn append(&mut self, entry: &impl Serialize) -> Result<String, JournalError> {
+        let key = self.options.key.as_deref();
         let body = Body {
             schema: SCHEMA_VERSION,
             run_id: self.run_id.clone(),
             seq: self.next_seq,
             monotonic_ns: monotonic_ns(),
+            mac: key.map(|_| KEYED_MAC.to_owned()),
             prev: self.last_hash.clone(),
             entry: serde_json::to_value(entry)?,
         };
         let body_text = serde_json::to_string(&body)?;
-        let hash = chain_hash(&self.last_hash, &body_text);
+        let hash = chain_hash(key, &self.last_hash, &body_text);
         let mut line = join_hash(&body_text, &hash);
         line.push('\n');
-        let io = |source| JournalError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        self.file.write_all(line.as_bytes()).map_err(io)?;
-        self.file.sync_data().map_err(io)?;
+        let written = self
+            .file
+            .write_all(line.as_bytes())
+            .and_then(|()| self.file.sync_data());
+        if let Err(source) = written {
+            let _ = self.file.set_len(self.len);
+            return Err(JournalError::Io {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        self.len += line.len() as u64;
         self.next_seq += 1;
         self.last_hash = hash.clone();
+        if let Some(anchor) = &self.options.anchor {
+            Anchor {
+                records: self.next_seq,
+                head: hash.clone(),
+            }
+            .write(anchor)?;
+        }
         Ok(hash)
     }
 
@@ -243,9 +600,34 @@ impl Journal {
         self.next_seq
     }
 
+    /// The hash of the last record (the chain's head).
+    pub fn head(&self) -> &str {
+        &self.last_hash
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Saves the bytes after `keep` to `JOURNAL.torn-SECONDS` (fsync'd) and truncates the journal
+/// to `keep`; returns the copy's path and the number of bytes cut.
+fn cut_torn_tail(path: &Path, file: &mut File, keep: u64) -> std::io::Result<(PathBuf, u64)> {
+    let mut torn = Vec::new();
+    file.seek(SeekFrom::Start(keep))?;
+    file.read_to_end(&mut torn)?;
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut copy = path.as_os_str().to_owned();
+    copy.push(format!(".torn-{seconds}"));
+    let copy = PathBuf::from(copy);
+    let mut saved = OpenOptions::new().create(true).append(true).open(&copy)?;
+    saved.write_all(&torn)?;
+    saved.sync_all()?;
+    file.set_len(keep)?;
+    file.sync_all()?;
+    Ok((copy, torn.len() as u64))
 }
 
 /// A run id unique enough for one host: seconds since the epoch, process id, monotonic ns.
@@ -336,17 +718,189 @@ mod tests {
         ));
     }
 
+    /// A torn last record (a crash or a full disk mid-write) is cut off when the journal is
+    /// opened for appending, saved next to it and the cut journaled; `verify` still reports it.
+    /// Before, every later start failed with "truncated tail ... refusing to append".
     #[test]
-    fn a_truncated_tail_is_reported_not_accepted() {
-        let (_dir, path) = journal_with(2);
+    fn a_torn_tail_is_cut_saved_and_journaled_on_open() {
+        let (dir, path) = journal_with(2);
         let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(&path, &text[..text.len() - 10]).unwrap();
-        let err = Journal::open(&path, "run-2").unwrap_err();
+        let torn = "{\"schema\":1,\"run_id\":\"run-1\",\"seq\":2,\"monot";
+        std::fs::write(&path, format!("{text}{torn}")).unwrap();
+        let err = verify(&path).unwrap_err();
         assert!(
-            matches!(err, JournalError::TruncatedTail { line: 2, .. }),
+            matches!(err, JournalError::TruncatedTail { line: 3, .. }),
             "{err}"
         );
-        assert!(err.to_string().contains("truncated"));
+        let mut journal = Journal::open(&path, "run-2").unwrap();
+        assert_eq!(journal.records(), 3, "two records and the recovery record");
+        journal.append(&json!({"action": "switch"})).unwrap();
+        drop(journal);
+        assert_eq!(verify(&path).unwrap().records, 4);
+        let now = std::fs::read_to_string(&path).unwrap();
+        let recovery: serde_json::Value =
+            serde_json::from_str(now.lines().nth(2).unwrap()).unwrap();
+        assert_eq!(recovery["entry"]["event"], "torn_tail_recovered");
+        assert_eq!(recovery["entry"]["line"], 3);
+        assert_eq!(recovery["entry"]["bytes"], torn.len());
+        let copy = PathBuf::from(recovery["entry"]["saved_to"].as_str().unwrap());
+        assert!(copy.starts_with(dir.path()));
+        assert_eq!(std::fs::read_to_string(copy).unwrap(), torn);
+    }
+
+    /// Torn bytes that are not even UTF-8 are a torn tail too; a damaged record in the middle
+    /// still refuses, as before.
+    #[test]
+    fn torn_binary_is_cut_but_a_damaged_middle_record_refuses() {
+        let (_dir, path) = journal_with(2);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&[0xff, 0xfe, b'{']);
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(Journal::open(&path, "run-2").unwrap().records(), 3);
+        let (_dir, path) = journal_with(3);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        let half = &lines[1][..lines[1].len() / 2];
+        lines[1] = half;
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let err = Journal::open(&path, "run-2").unwrap_err();
+        assert!(
+            matches!(err, JournalError::Corrupt { line: 2, .. }),
+            "{err}"
+        );
+    }
+
+    /// Two writers on one journal broke the chain; the second now fails at once, by pid.
+    #[test]
+    fn a_second_writer_is_refused_naming_the_holder() {
+        let (_dir, path) = journal_with(1);
+        let first = Journal::open(&path, "run-2").unwrap();
+        let err = Journal::open(&path, "run-3").unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, JournalError::Locked { .. }), "{text}");
+        assert!(
+            text.contains(&format!("(pid {})", std::process::id())),
+            "{text}"
+        );
+        drop(first);
+        Journal::open(&path, "run-3").unwrap();
+    }
+
+    fn anchored(dir: &Path, key: Option<Vec<u8>>) -> JournalOptions {
+        JournalOptions {
+            key,
+            anchor: Some(dir.join("journal.anchor")),
+        }
+    }
+
+    /// Deleting the last records, emptying the file, or editing a record and recomputing every
+    /// hash after it verifies as a plain chain; the anchor catches all three.
+    #[test]
+    fn the_anchor_catches_a_deleted_tail_an_emptied_file_and_a_rehashed_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.jsonl");
+        let mut journal = Journal::open_with(&path, "run-1", anchored(dir.path(), None)).unwrap();
+        for i in 0..4 {
+            journal.append(&json!({"window": i})).unwrap();
+        }
+        drop(journal);
+        let original = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = original.lines().collect();
+        // The tail deleted.
+        std::fs::write(&path, lines[..2].join("\n") + "\n").unwrap();
+        assert!(verify(&path).is_ok(), "a plain chain cannot see it");
+        let err = Journal::open_with(&path, "r", anchored(dir.path(), None)).unwrap_err();
+        assert!(matches!(err, JournalError::Anchor { .. }), "{err}");
+        assert!(err
+            .to_string()
+            .contains("holds 2 records but the anchor vouches for 4"));
+        // The file emptied.
+        std::fs::write(&path, "").unwrap();
+        let err = Journal::open_with(&path, "r", anchored(dir.path(), None)).unwrap_err();
+        assert!(matches!(err, JournalError::Anchor { .. }), "{err}");
+        // A record edited and every later hash recomputed.
+        std::fs::write(
+            &path,
+            rehash(&original, "\"window\":1", "\"window\":9", None),
+        )
+        .unwrap();
+        assert!(verify(&path).is_ok(), "a plain chain cannot see it");
+        let err = Journal::open_with(&path, "r", anchored(dir.path(), None)).unwrap_err();
+        assert!(err.to_string().contains("records rewritten"), "{err}");
+        // The intact journal still opens and continues.
+        std::fs::write(&path, &original).unwrap();
+        let journal = Journal::open_with(&path, "r", anchored(dir.path(), None)).unwrap();
+        assert_eq!(journal.records(), 4);
+    }
+
+    /// Recomputes every hash of `text` after replacing `from` with `to` (what a tamperer with
+    /// the file, and with `key` if given, can do).
+    fn rehash(text: &str, from: &str, to: &str, key: Option<&[u8]>) -> String {
+        let mut prev = GENESIS.to_owned();
+        let mut out = String::new();
+        for line in text.lines() {
+            let (body, _) = split_hash(line).unwrap();
+            let body = body.replacen(from, to, 1);
+            let mut record: Body = serde_json::from_str(&body).unwrap();
+            record.prev = prev.clone();
+            let body = serde_json::to_string(&record).unwrap();
+            let hash = chain_hash(key, &prev, &body);
+            out += &join_hash(&body, &hash);
+            out.push('\n');
+            prev = hash;
+        }
+        out
+    }
+
+    /// A keyed chain: an edit re-hashed without the key, or the journal rewritten as a plain
+    /// one, is caught; the key file must be the daemon's alone.
+    #[test]
+    fn a_keyed_chain_catches_a_rehash_without_the_key() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key_path = dir.path().join("journal.key");
+        std::fs::write(&key_path, [7u8; 32]).unwrap();
+        std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = read_key(&key_path).unwrap_err().to_string();
+        assert!(err.contains("0644") && err.contains("chmod 600"), "{err}");
+        std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let key = read_key(&key_path).unwrap();
+        let path = dir.path().join("decisions.jsonl");
+        let keyed = || JournalOptions {
+            key: Some(key.clone()),
+            anchor: None,
+        };
+        let mut journal = Journal::open_with(&path, "run-1", keyed()).unwrap();
+        for i in 0..3 {
+            journal.append(&json!({"window": i})).unwrap();
+        }
+        drop(journal);
+        let original = std::fs::read_to_string(&path).unwrap();
+        assert!(original.contains("\"mac\":\"hmac-sha256\""));
+        assert_eq!(verify_with(&path, Some(&key)).unwrap().records, 3);
+        assert!(matches!(
+            verify(&path).unwrap_err(),
+            JournalError::Mode { line: 1, .. }
+        ));
+        // Re-hashed with a guessed key: the chain breaks at the edited record.
+        let guessed = rehash(&original, "\"window\":1", "\"window\":9", Some(&[1u8; 32]));
+        std::fs::write(&path, guessed).unwrap();
+        let err = Journal::open_with(&path, "r", keyed()).unwrap_err();
+        assert!(
+            matches!(err, JournalError::ChainBroken { line: 1, .. }),
+            "{err}"
+        );
+        // Rewritten as a plain chain: refused as unkeyed.
+        let plain = rehash(&original, "\"mac\":\"hmac-sha256\",", "", None);
+        std::fs::write(&path, plain).unwrap();
+        let err = Journal::open_with(&path, "r", keyed()).unwrap_err();
+        assert!(matches!(err, JournalError::Mode { line: 1, .. }), "{err}");
+        // With the key, the original opens.
+        std::fs::write(&path, &original).unwrap();
+        assert_eq!(
+            Journal::open_with(&path, "r", keyed()).unwrap().records(),
+            3
+        );
     }
 
     #[test]

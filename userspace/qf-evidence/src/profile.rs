@@ -15,6 +15,7 @@ use qf_execution::domain::{open_domain, Domain, McuEndpoint};
 use qf_execution::load::Load;
 use qf_execution::qfabric_dev::Split;
 use qf_execution::rt::{set_scheduling, CallerPolicy, Scheduling};
+use qf_execution::session::Session;
 use qf_execution::workload::{encode_request, outcome_ok, random_request};
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
@@ -95,6 +96,7 @@ fn profile_cell(
     load: &str,
     caller: &str,
     next_id: &mut u64,
+    session: &mut Session,
 ) -> Result<Vec<Observation>> {
     let mut frame = [0u8; MAX_FRAME_LEN];
     let mut kept = Vec::with_capacity(spec.samples);
@@ -102,7 +104,15 @@ fn profile_cell(
         let request_id = *next_id;
         *next_id += 1;
         let request = random_request(task, spec.seed ^ request_id);
-        let len = encode_request(task, &request, request_id, 0, &mut frame)?;
+        // The request id numbers the sample (and seeds its input); the wire carries a session id
+        // no other client uses (see qf_execution::session).
+        let len = encode_request(
+            task,
+            &request,
+            session.next_id(),
+            session.epoch(0),
+            &mut frame,
+        )?;
         let invocation = endpoint.invoke(&frame[..len])?;
         if index < spec.warmup {
             continue;
@@ -188,6 +198,7 @@ impl ProfileSpec {
                     set_scheduling(0, caller.scheduling()).context("applying the caller policy")?;
                     let mut all = Vec::new();
                     let mut next_id = thread_first_id;
+                    let mut session = Session::from_clock();
                     for &domain in &spec.domains {
                         let mut endpoint = open_domain(
                             domain,
@@ -208,6 +219,7 @@ impl ProfileSpec {
                                 &load_name,
                                 caller.as_str(),
                                 &mut next_id,
+                                &mut session,
                             )?);
                             bar_thread.inc(1);
                         }

@@ -246,7 +246,16 @@ impl ObserveSpec {
     ) -> Result<Vec<Arrival>> {
         let request = self.chain.request;
         let mut frame = [0u8; MAX_FRAME_LEN];
-        let len = encode_request(Task::Add, &random_request(Task::Add, 0), 1, 0, &mut frame)?;
+        // A session's id and epoch, so a second observer (or a later one) is not a replay nor
+        // a clash in the kernel's (task, id) matching.
+        let mut session = qf_execution::session::Session::from_clock();
+        let len = encode_request(
+            Task::Add,
+            &random_request(Task::Add, 0),
+            session.next_id(),
+            session.epoch(0),
+            &mut frame,
+        )?;
         mcu.invoke(&frame[..len])
             .context("binding the endpoint with one request")?;
         // The kernel device keeps up to 32 unread results across opens: older than this cell.
@@ -270,7 +279,7 @@ impl ObserveSpec {
             let frame = &response[..len];
             let id = decode_frame(frame)
                 .map(|f| f.header.invocation_id)
-                .map_err(|e| anyhow::anyhow!("a chain result that is no frame: {e:?}"))?;
+                .map_err(|e| anyhow::anyhow!("a chain result that is no frame: {e}"))?;
             if id < first || id - first > u64::from(u32::MAX) {
                 bail!("result {id:#x} is not from the chain (ids start at {first:#x})");
             }

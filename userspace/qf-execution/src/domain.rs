@@ -19,6 +19,7 @@ use crate::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
 use anyhow::{bail, Context, Result};
 use qf_abi::MAX_FRAME_LEN;
 use qf_decision::model::DomainId;
+use std::io::ErrorKind;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -48,6 +49,16 @@ impl Invocation {
 pub trait Domain: Send {
     fn id(&self) -> DomainId;
     fn invoke(&mut self, request: &[u8]) -> Result<Invocation>;
+    /// Whether the domain can take an invocation now. An endpoint that reconnects by itself
+    /// uses the call to notice a peer that went away and to try again when its backoff allows;
+    /// the rest are always available (their failures show in [`Domain::invoke`]).
+    fn check_available(&mut self) -> bool {
+        true
+    }
+    /// Why the domain is unavailable, when it can say.
+    fn down_reason(&self) -> Option<String> {
+        None
+    }
 }
 
 fn exchange(
@@ -59,9 +70,18 @@ fn exchange(
     let start = Instant::now();
     write_message(output, request, None).with_context(|| format!("sending a request to {what}"))?;
     let mut body = [0u8; MAX_MESSAGE_LEN];
-    let len = read_message(input, &mut body)
-        .with_context(|| format!("reading the reply from {what}"))?
-        .with_context(|| format!("{what} closed the stream instead of replying"))?;
+    let len = match read_message(input, &mut body) {
+        Ok(Some(len)) => len,
+        Ok(None) => bail!("{what} closed the stream instead of replying"),
+        // A read time-out surfaces as EAGAIN ("Resource temporarily unavailable"): say what it is.
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            bail!(
+                "no reply from {what} within {} ms",
+                start.elapsed().as_millis()
+            )
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading the reply from {what}")),
+    };
     let latency = start.elapsed();
     let (frame, compute_ns) =
         split_reply(&body[..len]).with_context(|| format!("reply from {what}"))?;
@@ -207,6 +227,20 @@ impl McuEndpoint {
         })
     }
 
+    /// Connects, or for a socket or the kernel device returns an endpoint that keeps
+    /// reconnecting even if the first attempt fails (a daemon's MCU, which may start later or
+    /// restart); rpmsg_char endpoints are opened once.
+    pub fn open_reconnecting(&self, timeout: Duration) -> Result<Box<dyn Domain>> {
+        match self {
+            McuEndpoint::Socket(path) => Ok(Box::new(McuSocket::reconnecting(path, timeout))),
+            McuEndpoint::Kernel(path) => Ok(Box::new(McuChannel::new(
+                KernelDevice::reconnecting(path.as_deref()),
+                timeout,
+            ))),
+            _ => self.open(timeout),
+        }
+    }
+
     /// Connects; every reply is awaited at most `timeout`.
     pub fn open(&self, timeout: Duration) -> Result<Box<dyn Domain>> {
         Ok(match self {
@@ -233,23 +267,106 @@ pub fn open_domain(
     })
 }
 
-/// An MCU endpoint on a Unix stream socket (e.g. `qf-mcu-emu --unix-socket PATH`).
+/// An MCU endpoint on a Unix stream socket (e.g. `qf-mcu-emu --unix-socket PATH`) that
+/// reconnects by itself.
+///
+/// Any failure (the peer closed, a write or read error, no reply within the time-out, bytes
+/// arriving unasked) drops the connection, since a late reply would otherwise be read as the
+/// answer to the next request. The next call connects again at once; while that keeps failing,
+/// attempts are spaced by a doubling backoff from 50 ms up to [`MAX_BACKOFF`], and calls in
+/// between fail at once naming the endpoint. A failed request is never repeated (the MCU may
+/// have run it).
 #[derive(Debug)]
 pub struct McuSocket {
-    stream: UnixStream,
+    stream: Option<UnixStream>,
     path: PathBuf,
+    timeout: Duration,
+    /// Consecutive failed connection attempts (0 while connected or before the first retry).
+    failures: u32,
+    /// No connection attempt before this instant.
+    retry_at: Instant,
+    /// Why the endpoint is down, for the next error.
+    last_error: Option<String>,
 }
+
+/// Longest wait between two connection attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 
 impl McuSocket {
     /// Connects, with `timeout` on every read so a silent endpoint is an error, not a hang.
     pub fn connect(path: &Path, timeout: Duration) -> Result<Self> {
-        let stream = UnixStream::connect(path)
-            .with_context(|| format!("connecting to the MCU endpoint {}", path.display()))?;
-        stream.set_read_timeout(Some(timeout))?;
-        Ok(Self {
-            stream,
+        let mut socket = Self::reconnecting(path, timeout);
+        if socket.stream.is_none() {
+            bail!(
+                "connecting to the MCU endpoint {}: {}",
+                path.display(),
+                socket.last_error.take().unwrap_or_default()
+            );
+        }
+        Ok(socket)
+    }
+
+    /// Tries to connect once and returns the endpoint either way; a down endpoint is retried
+    /// by later calls (see the type's documentation).
+    pub fn reconnecting(path: &Path, timeout: Duration) -> Self {
+        let mut socket = Self {
+            stream: None,
             path: path.to_owned(),
-        })
+            timeout,
+            failures: 0,
+            retry_at: Instant::now(),
+            last_error: None,
+        };
+        let _ = socket.stream();
+        socket
+    }
+
+    /// Whether a connection is open now.
+    pub fn connected(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    fn lose(&mut self, why: String) {
+        self.stream = None;
+        self.last_error = Some(why);
+    }
+
+    /// The open connection, connecting first if the backoff allows.
+    fn stream(&mut self) -> Result<&UnixStream> {
+        if self.stream.is_none() {
+            let now = Instant::now();
+            if now < self.retry_at {
+                bail!(
+                    "the MCU endpoint {} is down ({}); next connection attempt in {} ms",
+                    self.path.display(),
+                    self.last_error.as_deref().unwrap_or("not connected"),
+                    (self.retry_at - now).as_millis()
+                );
+            }
+            let connected = UnixStream::connect(&self.path)
+                .and_then(|s| s.set_read_timeout(Some(self.timeout)).map(|()| s));
+            match connected {
+                Ok(stream) => {
+                    self.stream = Some(stream);
+                    self.failures = 0;
+                    self.last_error = None;
+                }
+                Err(error) => {
+                    let delay = FIRST_BACKOFF
+                        .saturating_mul(1 << self.failures.min(16))
+                        .min(MAX_BACKOFF);
+                    self.failures = self.failures.saturating_add(1);
+                    self.retry_at = now + delay;
+                    self.last_error = Some(format!("connecting: {error}"));
+                    bail!(
+                        "connecting to the MCU endpoint {}: {error}",
+                        self.path.display()
+                    );
+                }
+            }
+        }
+        self.stream.as_ref().context("the MCU endpoint is closed")
     }
 }
 
@@ -257,11 +374,47 @@ impl Domain for McuSocket {
     fn id(&self) -> DomainId {
         DomainId::Mcu
     }
+
     fn invoke(&mut self, request: &[u8]) -> Result<Invocation> {
         let what = format!("the MCU endpoint {}", self.path.display());
-        let mut reader = &self.stream;
-        let mut writer = &self.stream;
-        exchange(&mut reader, &mut writer, request, &what)
+        let stream = self.stream()?;
+        let (mut reader, mut writer) = (stream, stream);
+        let result = exchange(&mut reader, &mut writer, request, &what);
+        if let Err(error) = &result {
+            self.lose(format!("{error:#}"));
+        }
+        result
+    }
+
+    fn check_available(&mut self) -> bool {
+        if let Some(stream) = &self.stream {
+            // Between calls nothing may arrive: readable means the peer closed (or sent bytes
+            // unasked, which would desynchronise the next reply); either way, start afresh.
+            let mut fds = [nix::poll::PollFd::new(
+                std::os::fd::AsFd::as_fd(stream),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            if nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).unwrap_or(0) > 0 {
+                use nix::sys::socket::{recv, MsgFlags};
+                let mut byte = [0u8; 1];
+                let peeked = recv(
+                    std::os::fd::AsRawFd::as_raw_fd(stream),
+                    &mut byte,
+                    MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
+                );
+                let why = match peeked {
+                    Ok(0) => "the endpoint closed the connection".to_owned(),
+                    Ok(_) => "bytes arrived unasked".to_owned(),
+                    Err(e) => e.to_string(),
+                };
+                self.lose(why);
+            }
+        }
+        self.stream().is_ok()
+    }
+
+    fn down_reason(&self) -> Option<String> {
+        self.last_error.clone()
     }
 }
 
@@ -276,6 +429,16 @@ pub trait McuTransport: Send {
         response: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
     ) -> Result<(usize, Option<Split>)>;
+
+    /// Whether the channel can take a request now (see [`Domain::check_available`]).
+    fn check_available(&mut self) -> bool {
+        true
+    }
+
+    /// Why the channel is unavailable, when it can say.
+    fn down_reason(&self) -> Option<String> {
+        None
+    }
 
     /// The next frame the MCU sent unasked, waiting at most `timeout`, with the time Linux's
     /// kernel had it (CLOCK_MONOTONIC ns) when the transport can tell; `None` if none came.
@@ -346,6 +509,13 @@ impl<T: McuTransport> Domain for McuChannel<T> {
             compute: None,
             dispatch,
         })
+    }
+    fn check_available(&mut self) -> bool {
+        self.transport.check_available()
+    }
+
+    fn down_reason(&self) -> Option<String> {
+        self.transport.down_reason()
     }
 }
 
@@ -432,13 +602,28 @@ pub struct KernelDevice {
     path: Option<PathBuf>,
     /// `None` after the channel went away.
     device: Option<Device>,
+    /// Why the device could not be opened the last time it was checked.
+    last_error: Option<String>,
 }
 
 impl KernelDevice {
+    /// Tries to open `path` (or the first `/dev/qfabricN`) and returns the transport either way;
+    /// a missing device is opened by a later call.
+    pub fn reconnecting(path: Option<&Path>) -> Self {
+        let mut kernel = KernelDevice {
+            path: path.map(Path::to_owned),
+            device: None,
+            last_error: None,
+        };
+        kernel.check_available();
+        kernel
+    }
+
     pub fn open(path: Option<&Path>) -> Result<Self> {
         let mut kernel = KernelDevice {
             path: path.map(Path::to_owned),
             device: None,
+            last_error: None,
         };
         kernel.device()?;
         Ok(kernel)
@@ -474,6 +659,24 @@ pub fn channel_gone(error: &DevError) -> bool {
 }
 
 impl McuTransport for KernelDevice {
+    /// Up while the device is open, or when it opens again (the MCU announced its channel).
+    fn check_available(&mut self) -> bool {
+        match self.device() {
+            Ok(_) => {
+                self.last_error = None;
+                true
+            }
+            Err(error) => {
+                self.last_error = Some(format!("{error:#}"));
+                false
+            }
+        }
+    }
+
+    fn down_reason(&self) -> Option<String> {
+        self.last_error.clone()
+    }
+
     fn round_trip(
         &mut self,
         request: &[u8],
@@ -572,7 +775,7 @@ mod tests {
             _timeout: Duration,
         ) -> Result<(usize, Option<Split>)> {
             let served = qf_tasks::serve(request, response, &|| 0u64, &mut self.replay)
-                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok((served.len, None))
         }
 
@@ -640,12 +843,51 @@ mod tests {
         let mut transport = KernelDevice {
             path: Some(missing.clone()),
             device: None,
+            last_error: None,
         };
+        // A vanished device is reported down, with the reason, until it opens again.
+        assert!(!transport.check_available());
+        assert!(transport
+            .down_reason()
+            .is_some_and(|r| r.contains(&*missing.to_string_lossy())));
         let mut response = [0u8; MAX_FRAME_LEN];
         let error = transport
             .round_trip(&[0; 36], &mut response, Duration::from_secs(1))
             .unwrap_err();
         assert!(format!("{error:#}").contains(&*missing.to_string_lossy()));
+    }
+
+    /// A silent endpoint is a time-out in words (not "Resource temporarily unavailable"); the
+    /// socket then reconnects, and a vanished endpoint is retried with a growing backoff.
+    #[test]
+    fn an_mcu_socket_names_a_time_out_and_reconnects_with_backoff() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcu.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let mut socket = McuSocket::connect(&path, Duration::from_millis(50)).unwrap();
+        let (_silent, _) = listener.accept().unwrap();
+        let error = format!("{:#}", socket.invoke(&[0; 36]).unwrap_err());
+        assert!(error.contains("no reply from the MCU endpoint"), "{error}");
+        assert!(!error.contains("os error"), "{error}");
+        assert!(!socket.connected(), "a timed-out connection is dropped");
+        // The next call connects afresh (the listener is still there).
+        assert!(socket.check_available());
+        drop(listener);
+        std::fs::remove_file(&path).unwrap();
+        drop(_silent);
+        assert!(!socket.check_available(), "the peer closed");
+        let error = format!("{:#}", socket.invoke(&[0; 36]).unwrap_err());
+        assert!(
+            error.contains("is down") || error.contains("connecting"),
+            "{error}"
+        );
+        // While down, calls fail at once instead of connecting each time.
+        let start = Instant::now();
+        for _ in 0..100 {
+            assert!(socket.invoke(&[0; 36]).is_err());
+        }
+        assert!(start.elapsed() < Duration::from_millis(500));
+        assert!(socket.down_reason().is_some());
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub fn serve_stream(input: &mut impl Read, output: &mut impl Write) -> io::Resul
         .map_err(|e| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("serving a request: {e:?}"),
+                format!("serving a request: {e}"),
             )
         })?;
         write_message(output, &response[..result.len], Some(result.compute_ns))?;

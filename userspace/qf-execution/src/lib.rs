@@ -7,7 +7,8 @@
 //!   optional 8-byte compute trailer);
 //! * [`rt`]: caller policies and Linux scheduling classes;
 //! * [`load`]: idle / CPU / RT-contention generators;
-//! * [`workload`]: requests for the declared tasks and their independent reference check.
+//! * [`workload`]: requests for the declared tasks and their independent reference check;
+//! * [`session`]: a client's epoch and invocation ids, fresh in every process.
 //!
 //! It depends on `qf-decision` only for [`qf_decision::model::DomainId`].
 //! The only `unsafe` is in [`rt`] (two libc scheduler calls), [`rpmsg_char`] (two ioctls) and
@@ -20,5 +21,6 @@ pub mod load;
 pub mod qfabric_dev;
 pub mod rpmsg_char;
 pub mod rt;
+pub mod session;
 pub mod wire;
 pub mod workload;

@@ -110,16 +110,16 @@ pub fn encode_request(
         Request::Crc32(r) => encode_frame(&header, r, out),
         Request::Fir(r) => encode_frame(&header, r, out),
     };
-    result.map_err(|e| anyhow::anyhow!("encoding a `{}` request: {e:?}", task.name()))
+    result.map_err(|e| anyhow::anyhow!("encoding a `{}` request: {e}", task.name()))
 }
 
 /// Decodes a request frame of a declared task: its header, task and typed request.
 pub fn decode_request(frame: &[u8]) -> Result<(Header, Task, Request)> {
-    let decoded = decode_frame(frame).map_err(|e| anyhow::anyhow!("request frame: {e:?}"))?;
+    let decoded = decode_frame(frame).map_err(|e| anyhow::anyhow!("request frame: {e}"))?;
     let header = decoded.header;
     let task = Task::from_id(header.task_id)
         .with_context(|| format!("request frame: task id {} is not declared", header.task_id))?;
-    let payload = |e| anyhow::anyhow!("request payload of `{}`: {e:?}", task.name());
+    let payload = |e| anyhow::anyhow!("request payload of `{}`: {e}", task.name());
     let request = match task {
         Task::Add => Request::Add(decoded.payload_as().map_err(payload)?),
         Task::AbiProbe => Request::Probe(decoded.payload_as().map_err(payload)?),
@@ -133,12 +133,12 @@ pub fn decode_request(frame: &[u8]) -> Result<(Header, Task, Request)> {
 
 /// Decodes a response frame for `task`: its status and, when OK, the typed response.
 pub fn decode_response(task: Task, frame: &[u8]) -> Result<(Header, Option<Response>)> {
-    let decoded = decode_frame(frame).map_err(|e| anyhow::anyhow!("response frame: {e:?}"))?;
+    let decoded = decode_frame(frame).map_err(|e| anyhow::anyhow!("response frame: {e}"))?;
     let header = decoded.header;
     if header.status != Status::Ok {
         return Ok((header, None));
     }
-    let payload = |e| anyhow::anyhow!("response payload of `{}`: {e:?}", task.name());
+    let payload = |e| anyhow::anyhow!("response payload of `{}`: {e}", task.name());
     let response = match task {
         Task::Add => Response::Add(decoded.payload_as().map_err(payload)?),
         Task::AbiProbe => Response::Probe(decoded.payload_as().map_err(payload)?),
@@ -211,7 +211,7 @@ pub fn reference(task: Task, request: &Request) -> Result<Response> {
         (Task::AbiProbe, Request::Probe(r)) => {
             let mut encoded = [0u8; 64];
             let len = qf_abi::encode_payload(r, &mut encoded)
-                .map_err(|e| anyhow::anyhow!("probe request: {e:?}"))?;
+                .map_err(|e| anyhow::anyhow!("probe request: {e}"))?;
             Response::Probe(ProbeResponse {
                 accepted: r.enabled,
                 checksum: reference_crc32(&encoded[..len]),

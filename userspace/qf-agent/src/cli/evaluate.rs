@@ -21,14 +21,14 @@ pub struct EvaluateArgs {
     /// (labelled synthetic in every result; for exercising the pipeline without a board).
     #[arg(long, value_name = "SEED")]
     pub synthetic: Option<u64>,
-    /// Samples per synthetic trace.
-    #[arg(long, default_value_t = 2000)]
+    /// Samples per synthetic trace (1 to 1000000).
+    #[arg(long, default_value_t = 2000, value_parser = super::count_in(super::bounds::SYNTHETIC_ROWS))]
     pub synthetic_rows: usize,
-    /// Chain observations per cell.
-    #[arg(long, default_value_t = 500)]
+    /// Chain observations per cell (1 to 1000000).
+    #[arg(long, default_value_t = 500, value_parser = super::count_in(super::bounds::OBSERVATIONS))]
     pub observations: usize,
-    /// Controller decisions timed for the decision-cost table.
-    #[arg(long, default_value_t = 1000)]
+    /// Controller decisions timed for the decision-cost table (1 to 1000000).
+    #[arg(long, default_value_t = 1000, value_parser = super::count_in(super::bounds::DECISIONS))]
     pub decisions: usize,
     #[command(flatten)]
     pub contract: ContractArgs,
@@ -99,7 +99,8 @@ impl EvaluateArgs {
             .iter()
             .filter(|c| c.experiment == "ablation" && c.result.hysteresis == 1)
             .collect();
-        println!(
+        writeln!(
+            std::io::stdout(),
             "evaluate: {} grid cells, recovery switches {}, k=1 ablation: switched in {} of {} cells, {} rollbacks; raw results in {}",
             grid.len(),
             recovery_switches,
@@ -107,7 +108,7 @@ impl EvaluateArgs {
             ablation_k1.len(),
             ablation_k1.iter().map(|c| c.result.rollbacks).sum::<usize>(),
             self.out.join("evaluate").display()
-        );
+        )?;
         Ok(())
     }
 }

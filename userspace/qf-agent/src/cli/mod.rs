@@ -15,6 +15,29 @@ use qf_execution::load::Load;
 use qf_execution::rt::CallerPolicy;
 use std::path::PathBuf;
 
+/// Bounds of the counts the commands take, by what each can mean (and what fits in memory:
+/// every count below is allocated up front, 8 to 64 bytes per unit).
+pub mod bounds {
+    /// Samples per synthetic trace (a trace of a million calls is far beyond any table's need).
+    pub const SYNTHETIC_ROWS: std::ops::RangeInclusive<u64> = 1..=1_000_000;
+    /// Chain observations per replay or evaluation cell.
+    pub const OBSERVATIONS: std::ops::RangeInclusive<u64> = 1..=1_000_000;
+    /// Controller decisions timed for the decision-cost table.
+    pub const DECISIONS: std::ops::RangeInclusive<u64> = 1..=1_000_000;
+    /// Bootstrap resamples: fewer than 100 give no meaningful 2.5 % / 97.5 % quantiles.
+    pub const RESAMPLES: std::ops::RangeInclusive<u64> = 100..=100_000;
+    /// Bootstrap block length.
+    pub const BLOCK: std::ops::RangeInclusive<u64> = 1..=100_000;
+}
+
+/// A clap parser for a count of `usize` within `range` (the error names the flag, the value
+/// and the range).
+pub fn count_in(
+    range: std::ops::RangeInclusive<u64>,
+) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(range)
+}
+
 /// How the mcu domain is reached, as command-line options (at most one of the three).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct McuArgs {
@@ -156,5 +179,65 @@ mod tests {
         };
         let error = both.endpoint().unwrap_err().to_string();
         assert!(error.contains("--mcu-socket and --mcu-dev both"), "{error}");
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    enum Cli {
+        Evaluate(super::evaluate::EvaluateArgs),
+        Replay(super::replay::ReplayArgs),
+        Report(super::report::ReportArgs),
+    }
+
+    fn refused(args: &[&str]) -> String {
+        let error = Cli::try_parse_from(args).unwrap_err();
+        assert_eq!(
+            error.kind(),
+            clap::error::ErrorKind::ValueValidation,
+            "{error}"
+        );
+        error.to_string()
+    }
+
+    /// 2^64-1 panicked with "capacity overflow", 10^9 decisions tried to allocate 8 GB before
+    /// any check, and `--resamples 0` silently used one resample (zero-width "95 % CIs"). Every
+    /// count is bounded by what it can mean, and the error names the flag and the range.
+    #[test]
+    fn hostile_counts_are_refused_by_flag_and_range() {
+        let max = u64::MAX.to_string();
+        let evaluate = ["qf", "evaluate", "--out", "o", "--synthetic", "1"];
+        for flag in ["--synthetic-rows", "--decisions", "--observations"] {
+            for value in [max.as_str(), "1000000000", "0"] {
+                let error = refused(&[&evaluate[..], &[flag, value]].concat());
+                assert!(
+                    error.contains(flag) && error.contains("1..=1000000"),
+                    "{error}"
+                );
+            }
+        }
+        let replay = [
+            "qf", "replay", "--chain", "c", "--traces", "t", "--policy", "recovery",
+        ];
+        let error = refused(&[&replay[..], &["--observations", &max]].concat());
+        assert!(error.contains("--observations"), "{error}");
+        for value in [max.as_str(), "0", "1", "99"] {
+            let error = refused(&["qf", "report", "d", "--resamples", value]);
+            assert!(
+                error.contains("--resamples") && error.contains("100..=100000"),
+                "{error}"
+            );
+        }
+        let error = refused(&["qf", "report", "d", "--block", "0"]);
+        assert!(error.contains("--block"), "{error}");
+        let Cli::Report(report) =
+            Cli::try_parse_from(["qf", "report", "d", "--resamples", "100"]).unwrap()
+        else {
+            unreachable!()
+        };
+        assert_eq!(report.resamples, 100);
     }
 }

@@ -4,6 +4,7 @@ use super::ContractArgs;
 use anyhow::Result;
 use qf_evidence::chain::Chain;
 use qf_evidence::replay::{replay, Policy, ReplayInputs, ReplayResult};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Replay measured traces through a chain under a placement policy.
@@ -18,8 +19,8 @@ pub struct ReplayArgs {
     /// Placement policy.
     #[arg(long, value_enum)]
     pub policy: Policy,
-    /// Chain observations to replay.
-    #[arg(long, default_value_t = 500)]
+    /// Chain observations to replay (1 to 1000000).
+    #[arg(long, default_value_t = 500, value_parser = super::count_in(super::bounds::OBSERVATIONS))]
     pub observations: usize,
     /// Directory of profile traces for the p95 predictions (default: the replayed traces).
     #[arg(long)]
@@ -54,11 +55,7 @@ impl ReplayArgs {
                 }))?;
             }
         }
-        if self.json {
-            println!("{}", serde_json::to_string_pretty(&result)?);
-        } else {
-            print!("{}", summary(&result));
-        }
+        print_result(&result, self.json, &mut std::io::stdout().lock())?;
         Ok(())
     }
 
@@ -73,6 +70,17 @@ impl ReplayArgs {
         )?;
         replay(&inputs, self.policy, config, self.observations)
     }
+}
+
+/// Prints a replay's result (JSON or the summary); a closed stdout is an error, not a panic.
+pub fn print_result(result: &ReplayResult, json: bool, out: &mut impl Write) -> Result<()> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(result)?)?;
+    } else {
+        write!(out, "{}", summary(result))?;
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// Human-readable summary of a replay.

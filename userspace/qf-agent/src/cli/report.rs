@@ -2,6 +2,7 @@
 
 use anyhow::{bail, Result};
 use qf_evidence::stats::{Bootstrap, BOOTSTRAP_BLOCK, BOOTSTRAP_RESAMPLES, DEFAULT_SEED};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Regenerate every table (Markdown + CSV) and SVG plot of a campaign directory.
@@ -9,11 +10,11 @@ use std::path::PathBuf;
 pub struct ReportArgs {
     /// Campaign directory (traces/, profile/, evaluate/); output goes to DIR/report/.
     pub dir: PathBuf,
-    /// Bootstrap resamples for the CIs.
-    #[arg(long, default_value_t = BOOTSTRAP_RESAMPLES)]
+    /// Bootstrap resamples for the CIs (100 to 100000).
+    #[arg(long, default_value_t = BOOTSTRAP_RESAMPLES, value_parser = super::count_in(super::bounds::RESAMPLES))]
     pub resamples: usize,
-    /// Bootstrap block length.
-    #[arg(long, default_value_t = BOOTSTRAP_BLOCK)]
+    /// Bootstrap block length (1 to 100000).
+    #[arg(long, default_value_t = BOOTSTRAP_BLOCK, value_parser = super::count_in(super::bounds::BLOCK))]
     pub block: usize,
     /// Bootstrap seed.
     #[arg(long, default_value_t = DEFAULT_SEED)]
@@ -35,8 +36,9 @@ impl ReportArgs {
             level_permille: 950,
         };
         let written = qf_evidence::report::generate(&self.dir, bootstrap, !self.quiet)?;
+        let mut out = std::io::stdout().lock();
         for path in written {
-            println!("{}", path.display());
+            writeln!(out, "{}", path.display())?;
         }
         Ok(())
     }

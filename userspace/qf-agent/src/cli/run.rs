@@ -6,10 +6,25 @@ use qf_abi::MAX_FRAME_LEN;
 use qf_decision::model::DomainId;
 use qf_execution::domain::{executor_path, open_domain};
 use qf_execution::rt::CallerPolicy;
+use qf_execution::session::Session;
 use qf_execution::workload::{
     decode_response, encode_request, reference, request_from_json, response_json, task_by_name,
 };
+use std::io::Write;
 use std::path::PathBuf;
+
+/// A DUPLICATE or STALE reply means the invocation did not run: an error, never a result.
+fn refused(status: qf_abi::Status, id: u64, epoch: u32) -> Result<()> {
+    match status {
+        qf_abi::Status::Duplicate => anyhow::bail!(
+            "the domain refused invocation {id} as a duplicate (it holds that id for epoch {epoch}); the task did not run"
+        ),
+        qf_abi::Status::Stale => anyhow::bail!(
+            "the domain refused invocation {id} as stale: another client moved it past epoch {epoch}; the task did not run (try again)"
+        ),
+        _ => Ok(()),
+    }
+}
 
 /// Run one invocation of a declared task in a domain.
 #[derive(Debug, Clone, clap::Args)]
@@ -33,7 +48,8 @@ pub struct RunArgs {
 
 impl RunArgs {
     pub fn run(&self) -> Result<()> {
-        println!("{}", serde_json::to_string_pretty(&self.execute()?)?);
+        let text = serde_json::to_string_pretty(&self.execute()?)?;
+        writeln!(std::io::stdout(), "{text}")?;
         Ok(())
     }
 
@@ -49,9 +65,13 @@ impl RunArgs {
             self.caller.scheduling(),
         )?;
         let mut frame = [0u8; MAX_FRAME_LEN];
-        let len = encode_request(task, &request, 1, 0, &mut frame)?;
+        // A fresh epoch and id in every process: a restarted client is not a replay.
+        let mut session = Session::from_clock();
+        let (id, epoch) = (session.next_id(), session.epoch(0));
+        let len = encode_request(task, &request, id, epoch, &mut frame)?;
         let invocation = endpoint.invoke(&frame[..len])?;
         let (header, response) = decode_response(task, invocation.frame())?;
+        refused(header.status, id, epoch)?;
         let expected = reference(task, &request)?;
         let latency_us = invocation.latency.as_secs_f64() * 1e6;
         let compute_us = invocation.compute.map(|c| c.as_secs_f64() * 1e6);
@@ -66,5 +86,24 @@ impl RunArgs {
             "compute_us": compute_us,
             "residual_us": compute_us.map(|c| latency_us - c),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_and_stale_replies_are_errors_and_ok_is_not() {
+        let duplicate = refused(qf_abi::Status::Duplicate, 7, 3)
+            .unwrap_err()
+            .to_string();
+        assert!(duplicate.contains("duplicate") && duplicate.contains("did not run"));
+        let stale = refused(qf_abi::Status::Stale, 7, 3)
+            .unwrap_err()
+            .to_string();
+        assert!(stale.contains("stale") && stale.contains("epoch 3"));
+        refused(qf_abi::Status::Ok, 7, 3).unwrap();
+        refused(qf_abi::Status::ExecutionError, 7, 3).unwrap();
     }
 }
