@@ -1,0 +1,59 @@
+//! The counts `qf evaluate`, `qf replay` and `qf report` take are bounded by what each can
+//! mean (`qf_agent::cli::bounds`), and a refusal names the flag and the range. An integration
+//! test, so the front end's `cli` module does not import its own subcommands back.
+use clap::Parser;
+
+#[derive(Debug, Parser)]
+enum Cli {
+    Evaluate(qf_agent::cli::evaluate::EvaluateArgs),
+    Replay(qf_agent::cli::replay::ReplayArgs),
+    Report(qf_agent::cli::report::ReportArgs),
+}
+
+fn refused(args: &[&str]) -> String {
+    let error = Cli::try_parse_from(args).unwrap_err();
+    assert_eq!(
+        error.kind(),
+        clap::error::ErrorKind::ValueValidation,
+        "{error}"
+    );
+    error.to_string()
+}
+
+/// 2^64-1 panicked with "capacity overflow", 10^9 decisions tried to allocate 8 GB before
+/// any check, and `--resamples 0` silently used one resample (zero-width "95 % CIs"). Every
+/// count is bounded by what it can mean, and the error names the flag and the range.
+#[test]
+fn hostile_counts_are_refused_by_flag_and_range() {
+    let max = u64::MAX.to_string();
+    let evaluate = ["qf", "evaluate", "--out", "o", "--synthetic", "1"];
+    for flag in ["--synthetic-rows", "--decisions", "--observations"] {
+        for value in [max.as_str(), "1000000000", "0"] {
+            let error = refused(&[&evaluate[..], &[flag, value]].concat());
+            assert!(
+                error.contains(flag) && error.contains("1..=1000000"),
+                "{error}"
+            );
+        }
+    }
+    let replay = [
+        "qf", "replay", "--chain", "c", "--traces", "t", "--policy", "recovery",
+    ];
+    let error = refused(&[&replay[..], &["--observations", &max]].concat());
+    assert!(error.contains("--observations"), "{error}");
+    for value in [max.as_str(), "0", "1", "99"] {
+        let error = refused(&["qf", "report", "d", "--resamples", value]);
+        assert!(
+            error.contains("--resamples") && error.contains("100..=100000"),
+            "{error}"
+        );
+    }
+    let error = refused(&["qf", "report", "d", "--block", "0"]);
+    assert!(error.contains("--block"), "{error}");
+    let Cli::Report(report) =
+        Cli::try_parse_from(["qf", "report", "d", "--resamples", "100"]).unwrap()
+    else {
+        unreachable!()
+    };
+    assert_eq!(report.resamples, 100);
+}
