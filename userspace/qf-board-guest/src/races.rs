@@ -23,6 +23,8 @@ pub const ATTEMPTS: u64 = 100;
 const RACE_IDS: u64 = 0x00ae_0000_0000;
 /// How long a late reply may take to be counted.
 const SETTLE: Duration = Duration::from_millis(500);
+/// How long one abandoned caller's late reply is awaited before the next attempt.
+const REPLY_WAIT: Duration = Duration::from_millis(200);
 
 /// How one race went.
 #[derive(Debug, Default)]
@@ -57,6 +59,19 @@ fn grew(before: &QfStats, after: &QfStats) -> (u64, u64, u64) {
         after.timeouts - before.timeouts,
         after.late_replies - before.late_replies,
     )
+}
+
+/// Waits (at most `REPLY_WAIT`) until the kernel has counted `want` late replies since
+/// `before`: each abandoned caller's reply is awaited before the next attempt, so abandoned
+/// slots never pile up. With the MCU holding each reply 2 ms, attempts that come faster than
+/// the replies used to leave more than `MAX_WAITERS` (32) slots abandoned at once; the oldest
+/// were then reused and their replies, arriving after, counted as unsolicited, not late.
+fn await_late_replies(device: &Device, before: &QfStats, want: u64) -> Result<()> {
+    let deadline = std::time::Instant::now() + REPLY_WAIT;
+    while grew(before, &device.stats()?).2 < want && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
 }
 
 /// Runs `first` on a thread and `second` once the kernel counts a caller in flight (or
@@ -152,6 +167,7 @@ pub fn interrupted(device: &Device, epoch: u32, tick: &dyn Fn(&str)) -> Result<R
             },
         )?;
         race.record(&format!("EINTR attempt {attempt}"), Errno::EINTR, first);
+        await_late_replies(device, &before, race.provoked)?;
     }
     std::thread::sleep(SETTLE);
     let (interrupted, _, late) = grew(&before, &device.stats()?);
@@ -188,6 +204,7 @@ pub fn timed_out(device: &Device, epoch: u32, tick: &dyn Fn(&str)) -> Result<Rac
             Errno::ETIMEDOUT,
             outcome,
         );
+        await_late_replies(device, &before, race.provoked)?;
     }
     std::thread::sleep(SETTLE);
     let (_, timeouts, late) = grew(&before, &device.stats()?);
