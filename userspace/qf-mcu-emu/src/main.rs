@@ -93,7 +93,7 @@ enum Ctl {
 /// have is a mistake in the command either way.
 fn parse_shm_size(text: &str) -> Result<u64, String> {
     let size = parse_size(text)?;
-    if size < MIN_SHM_SIZE || !size.is_power_of_two() {
+    if !qf_mcu_emu::shm::valid_size(size) {
         return Err(format!(
             "'{}' ({size} bytes) is not a power of two (a PCI BAR) of at least {MIN_SHM_SIZE} \
              bytes (2M)",

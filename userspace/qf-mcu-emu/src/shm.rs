@@ -30,6 +30,12 @@ pub enum ShmError {
     Access { offset: u64, reason: String },
 }
 
+/// Whether the shared memory can have `size` bytes: a power of two (a PCI BAR) of at least
+/// `MIN_SHM_SIZE`, whichever way it is made or opened.
+pub const fn valid_size(size: u64) -> bool {
+    size >= MIN_SHM_SIZE && size.is_power_of_two()
+}
+
 /// Maps `size` bytes of `file` as one `GuestMemoryMmap` region starting at `at`.
 pub fn map_file(file: &File, size: u64, at: u64) -> Result<GuestRegionMmap, ShmError> {
     let map_err = |reason: String| ShmError::Map { at, size, reason };
@@ -50,7 +56,7 @@ pub struct SharedMemory {
 impl SharedMemory {
     /// Creates a zeroed memfd of `size` bytes and maps it by offset.
     pub fn create(size: u64) -> Result<SharedMemory, ShmError> {
-        if size < MIN_SHM_SIZE || !size.is_power_of_two() {
+        if !valid_size(size) {
             return Err(ShmError::BadSize(size));
         }
         let name = CString::new("qf-mcu-emu-shm").map_err(|e| ShmError::Map {
@@ -68,7 +74,7 @@ impl SharedMemory {
     /// Creates (or truncates) the file at `path`, `size` zero bytes, and maps it by offset: the
     /// board's memory when the MCU is a QEMU machine whose RAM is this file.
     pub fn create_file(path: &std::path::Path, size: u64) -> Result<SharedMemory, ShmError> {
-        if size < MIN_SHM_SIZE || !size.is_power_of_two() {
+        if !valid_size(size) {
             return Err(ShmError::BadSize(size));
         }
         let file = std::fs::OpenOptions::new()
@@ -99,7 +105,7 @@ impl SharedMemory {
             .open(path)
             .map_err(opened)?;
         let size = file.metadata().map_err(opened)?.len();
-        if size < MIN_SHM_SIZE || !size.is_power_of_two() {
+        if !valid_size(size) {
             return Err(ShmError::Map {
                 at: 0,
                 size,
