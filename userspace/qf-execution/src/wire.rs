@@ -212,7 +212,7 @@ impl Deframer {
         match self.state {
             DeframeState::Delivered => {
                 self.state = DeframeState::Prefix { have: 0 };
-                return self.push(byte);
+                self.push(byte)
             }
             DeframeState::Prefix { have } => {
                 self.prefix[have] = byte;
