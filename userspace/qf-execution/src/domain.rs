@@ -550,6 +550,42 @@ impl<T: McuTransport> Domain for McuChannel<T> {
     }
 }
 
+/// A serial line as a transport: the reply is the response carrying the request's id, with the
+/// MCU's compute trailer; other frames wait for [`McuTransport::receive`].
+impl McuTransport for SerialLine {
+    fn round_trip(
+        &mut self,
+        request: &[u8],
+        response: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<(usize, Option<Split>)> {
+        Ok((
+            SerialLine::round_trip(self, request, response, timeout)?,
+            None,
+        ))
+    }
+
+    fn check_available(&mut self) -> bool {
+        SerialLine::check_available(self)
+    }
+
+    fn down_reason(&self) -> Option<String> {
+        SerialLine::down_reason(self)
+    }
+
+    fn compute_ns(&self) -> Option<u64> {
+        SerialLine::compute_ns(self)
+    }
+
+    fn receive(
+        &mut self,
+        buf: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<Option<(usize, Option<u64>)>> {
+        SerialLine::receive(self, buf, timeout)
+    }
+}
+
 /// An `rpmsg_char` endpoint as a transport: the reply is the next message carrying the
 /// request's invocation id; other messages before it (a resident chain's results) are skipped.
 pub struct RpmsgChar {

@@ -15,13 +15,11 @@
 //! A time-out leaves the line open (a lost byte costs one call; the next call starts clean). The
 //! device going away (end of file, `EIO`, `ENXIO`, a hang-up: a USB adapter unplugged, the pty's
 //! other side closed) closes it; the next call or availability check opens the path again, as
-//! [`crate::domain::KernelDevice`] does for `/dev/qfabricN`. A failed request is never repeated.
+//! the kernel device's transport does for `/dev/qfabricN`. A failed request is never repeated.
 //!
 //! termios through `nix`: raw mode (no echo, no line editing, 8 data bits, no parity, no flow
 //! control), the receiver on, modem lines ignored (`CLOCAL`), the given baud rate both ways.
 
-use crate::domain::McuTransport;
-use crate::qfabric_dev::Split;
 use crate::wire::{split_reply, write_message, DeframeCounters, Deframer, SERIAL_GAP};
 use anyhow::{bail, Context, Result};
 use nix::errno::Errno;
@@ -148,7 +146,8 @@ pub struct LineCounters {
     pub disconnects: u64,
 }
 
-/// The MCU on a serial device, as an [`McuTransport`] (see the module documentation).
+/// The MCU on a serial device (see the module documentation); `crate::domain` makes it an MCU
+/// transport.
 pub struct SerialLine {
     path: PathBuf,
     baud: u32,
@@ -377,13 +376,15 @@ impl SerialLine {
     }
 }
 
-impl McuTransport for SerialLine {
-    fn round_trip(
+impl SerialLine {
+    /// Sends `request` and puts the response carrying its invocation id in `response`, waiting
+    /// at most `timeout`; returns the response's length.
+    pub fn round_trip(
         &mut self,
         request: &[u8],
         response: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
-    ) -> Result<(usize, Option<Split>)> {
+    ) -> Result<usize> {
         let deadline = Instant::now() + timeout;
         self.last_compute_ns = None;
         self.drain()?;
@@ -408,7 +409,7 @@ impl McuTransport for SerialLine {
             response && (awaited.is_none() || header.map(|h| h.invocation_id) == awaited)
         };
         match self.read_until(deadline, &mut want, response)? {
-            Got::Reply(len) => Ok((len, None)),
+            Got::Reply(len) => Ok(len),
             Got::Nothing => {
                 self.counters.timeouts += 1;
                 bail!(
@@ -420,7 +421,8 @@ impl McuTransport for SerialLine {
         }
     }
 
-    fn check_available(&mut self) -> bool {
+    /// Whether the device is open, or opens now; a hung-up device is closed first.
+    pub fn check_available(&mut self) -> bool {
         if let Some(file) = &self.file {
             let mut fds = [PollFd::new(file.as_fd(), PollFlags::empty())];
             let hung_up = poll(&mut fds, PollTimeout::ZERO).unwrap_or(0) > 0
@@ -434,15 +436,19 @@ impl McuTransport for SerialLine {
         self.file().is_ok()
     }
 
-    fn down_reason(&self) -> Option<String> {
+    /// Why the device is down, when it is.
+    pub fn down_reason(&self) -> Option<String> {
         self.last_error.clone()
     }
 
-    fn compute_ns(&self) -> Option<u64> {
+    /// The compute trailer of the last reply (ns), if it had one.
+    pub fn compute_ns(&self) -> Option<u64> {
         self.last_compute_ns
     }
 
-    fn receive(
+    /// The next frame that answered no call (a chain's result, a late reply), waiting at most
+    /// `timeout`; the second element (when Linux's kernel had it) is always `None` on a tty.
+    pub fn receive(
         &mut self,
         buf: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,

@@ -179,7 +179,10 @@ impl SerialEndpoint {
                 let Some(body) = deframer.push(byte) else {
                     continue;
                 };
-                let Some(answer) = mcu.handle(body, &mut reply) else {
+                let answer = mcu.handle(body, &mut reply);
+                // Counted before the reply goes out, so whoever has the reply sees the count.
+                self.publish(&deframer);
+                let Some(answer) = answer else {
                     continue;
                 };
                 let mut message = Vec::with_capacity(answer.len + 10);
