@@ -43,8 +43,10 @@ pub const MAX_MESSAGE_LEN: usize = MAX_FRAME_LEN + TRAILER_LEN;
 
 /// Shortest message body: one frame header.
 pub const MIN_MESSAGE_LEN: usize = HEADER_LEN;
-/// On a serial line, silence this long inside a message ends it ([`Deframer::idle`]).
-pub const SERIAL_GAP: std::time::Duration = std::time::Duration::from_millis(20);
+/// On a serial line, silence this long inside a message ends it ([`Deframer::idle`]): longer than
+/// a sender's stalls inside a message (QEMU's emulated UART on a loaded host stalls over 20 ms),
+/// far shorter than a call's time-out, after which the next request comes.
+pub const SERIAL_GAP: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Writes one length-prefixed message (a frame, and for replies an optional trailer).
 pub fn write_message(
