@@ -46,7 +46,9 @@
 //! # executor = "/usr/local/bin/qf-executor"
 //! # mcu_socket = "/run/qfabric/mcu.sock"   # the MCU on a Unix socket (the emulator), or
 //! # mcu_rpmsg = true                        # on the board, through Linux's rpmsg_char, or
-//! # mcu_dev = "/dev/qfabric0"               # through the kernel dispatch device (qfabric_rpmsg)
+//! # mcu_dev = "/dev/qfabric0"               # through the kernel dispatch device (qfabric_rpmsg), or
+//! # mcu_serial = "/dev/ttyHS1"              # on a serial line (the UNO Q's UART, router stopped)
+//! # mcu_baud = 115200                       # its baud rate (default 115200)
 //! [workloads]                   # chain task name -> declared task (default: the same name)
 //! stage1 = "fir_x64"
 //! [contract]                    # any ContractConfig field; defaults are the paper's
@@ -99,6 +101,8 @@ pub struct DaemonConfig {
     #[serde(default)]
     pub mcu_rpmsg: bool,
     pub mcu_dev: Option<PathBuf>,
+    pub mcu_serial: Option<PathBuf>,
+    pub mcu_baud: Option<u32>,
     #[serde(default)]
     pub workloads: BTreeMap<String, String>,
     #[serde(default)]
@@ -128,7 +132,13 @@ impl DaemonConfig {
             self.mcu_socket.as_deref(),
             self.mcu_rpmsg,
             self.mcu_dev.as_deref().map(Some),
-            ["`mcu_socket`", "`mcu_rpmsg`", "`mcu_dev`"],
+            self.mcu_serial.as_deref().map(|device| {
+                (
+                    device,
+                    self.mcu_baud.unwrap_or(qf_execution::serial::DEFAULT_BAUD),
+                )
+            }),
+            ["`mcu_socket`", "`mcu_rpmsg`", "`mcu_dev`", "`mcu_serial`"],
         )
     }
 
@@ -153,6 +163,13 @@ impl DaemonConfig {
         config.executor.as_mut().map(resolve);
         config.mcu_socket.as_mut().map(resolve);
         config.mcu_dev.as_mut().map(resolve);
+        config.mcu_serial.as_mut().map(resolve);
+        if config.mcu_baud.is_some() && config.mcu_serial.is_none() {
+            anyhow::bail!(
+                "configuration {}: `mcu_baud` is the baud rate of `mcu_serial`, which is not given",
+                path.display()
+            );
+        }
         config
             .mcu_endpoint()
             .with_context(|| format!("configuration {}", path.display()))?;
@@ -324,7 +341,7 @@ impl Daemon {
         if endpoint.is_none() {
             if let Some(task) = chain.task.iter().find(|t| t.start == DomainId::Mcu) {
                 anyhow::bail!(
-                    "chain {}: task `{}` starts on the mcu but the configuration names no MCU endpoint (mcu_socket, mcu_rpmsg or mcu_dev)",
+                    "chain {}: task `{}` starts on the mcu but the configuration names no MCU endpoint (mcu_socket, mcu_rpmsg, mcu_dev or mcu_serial)",
                     config.chain.display(),
                     task.name
                 );

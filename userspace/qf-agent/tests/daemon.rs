@@ -169,5 +169,37 @@ fn a_configuration_naming_two_mcu_endpoints_is_refused_by_name() {
         assert!(message.contains(named), "{message}");
         assert!(message.contains("qfabricd.toml"), "{message}");
     }
+    // A serial line is the fourth: its baud rate defaults, is checked, and needs the device.
+    let serial = |baud| {
+        Some(qf_execution::domain::McuEndpoint::Serial {
+            device: "/dev/ttyHS1".into(),
+            baud,
+        })
+    };
+    for (lines, expected) in [
+        ("mcu_serial = \"/dev/ttyHS1\"\n", serial(115_200)),
+        (
+            "mcu_serial = \"/dev/ttyHS1\"\nmcu_baud = 921600\n",
+            serial(921_600),
+        ),
+    ] {
+        std::fs::write(&path, format!("{base}{lines}")).unwrap();
+        let config = qf_agent::daemon::DaemonConfig::load(&path).unwrap();
+        assert_eq!(config.mcu_endpoint().unwrap(), expected);
+    }
+    for (lines, named) in [
+        (
+            "mcu_serial = \"/dev/ttyHS1\"\nmcu_dev = \"/dev/qfabric0\"\n",
+            "`mcu_dev` and `mcu_serial` both",
+        ),
+        ("mcu_serial = \"/dev/ttyHS1\"\nmcu_baud = 1234\n", "1234"),
+        ("mcu_baud = 9600\n", "`mcu_baud`"),
+    ] {
+        std::fs::write(&path, format!("{base}{lines}")).unwrap();
+        let error = qf_agent::daemon::DaemonConfig::load(&path).unwrap_err();
+        let message = format!("{error:#}");
+        assert!(message.contains(named), "{message}");
+        assert!(message.contains("qfabricd.toml"), "{message}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

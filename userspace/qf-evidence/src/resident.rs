@@ -20,6 +20,7 @@ use qf_execution::domain::{Domain, McuChannel, McuEndpoint, McuKernel, McuRpmsg,
 use qf_execution::load::Load;
 use qf_execution::qfabric_dev::monotonic_ns;
 use qf_execution::rt::{set_scheduling, CallerPolicy, Scheduling};
+use qf_execution::serial::SerialLine;
 use qf_execution::workload::{decode_request, encode_request, outcome_ok, random_request, Request};
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
@@ -230,6 +231,10 @@ impl ObserveSpec {
             McuEndpoint::Kernel(path) => {
                 self.observe_on(McuKernel::open(path.as_deref(), timeout)?, timeout)
             }
+            McuEndpoint::Serial { device, baud } => self.observe_on(
+                McuChannel::new(SerialLine::open(device, *baud)?, timeout),
+                timeout,
+            ),
             McuEndpoint::Socket(path) => bail!(
                 "the MCU endpoint {} is a socket, which carries only replies: resident results need --mcu-rpmsg or --mcu-dev",
                 path.display()

@@ -7,14 +7,17 @@
 //! * [`McuRpmsg`]: the MCU's `qfabric` rpmsg channel through Linux's `rpmsg_char`, one frame per
 //!   message, dispatched by the kernel (the QFabric paper's Section VIII-A: no userspace relay);
 //! * [`McuKernel`]: the same channel through the kernel dispatch device `/dev/qfabricN`
-//!   (module `qfabric_rpmsg`), which matches each reply to its caller itself.
+//!   (module `qfabric_rpmsg`), which matches each reply to its caller itself;
+//! * [`McuSerial`]: an MCU on a serial line (a UART between two chips, as on the Arduino UNO Q),
+//!   [`crate::serial`].
 //!
-//! The first two use the framing of [`crate::wire`]; the last two are one [`McuChannel`] over
-//! two [`McuTransport`]s.
+//! The first two and the serial line use the framing of [`crate::wire`]; the last three are one
+//! [`McuChannel`] over three [`McuTransport`]s.
 
 use crate::qfabric_dev::{monotonic_ns, DevError, Device, Split};
 use crate::rpmsg_char::Endpoint;
 use crate::rt::{set_scheduling, Scheduling};
+use crate::serial::SerialLine;
 use crate::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
 use anyhow::{bail, Context, Result};
 use qf_abi::MAX_FRAME_LEN;
@@ -196,19 +199,24 @@ pub enum McuEndpoint {
     Rpmsg,
     /// The kernel dispatch device (`None`: the first `/dev/qfabricN`).
     Kernel(Option<PathBuf>),
+    /// A serial device (a UART, a pty) at a baud rate, speaking [`crate::wire`] with
+    /// resynchronisation ([`crate::serial`]).
+    Serial { device: PathBuf, baud: u32 },
 }
 
 impl McuEndpoint {
-    /// The one endpoint named by a socket path, the rpmsg switch or a kernel device (present
-    /// with or without a path), if any. `names` spell the three as the user wrote them (flags
-    /// or configuration keys): naming two or more is an error that names them.
+    /// The one endpoint named by a socket path, the rpmsg switch, a kernel device (present
+    /// with or without a path) or a serial device with its baud rate, if any. `names` spell the
+    /// four as the user wrote them (flags or configuration keys): naming two or more is an
+    /// error that names them.
     pub fn choose(
         socket: Option<&Path>,
         rpmsg: bool,
         kernel: Option<Option<&Path>>,
-        names: [&str; 3],
+        serial: Option<(&Path, u32)>,
+        names: [&str; 4],
     ) -> Result<Option<McuEndpoint>> {
-        let named: Vec<&str> = [socket.is_some(), rpmsg, kernel.is_some()]
+        let named: Vec<&str> = [socket.is_some(), rpmsg, kernel.is_some(), serial.is_some()]
             .iter()
             .zip(names)
             .filter_map(|(&given, name)| given.then_some(name))
@@ -219,22 +227,33 @@ impl McuEndpoint {
                 named.join(" and ")
             );
         }
-        Ok(match (socket, rpmsg, kernel) {
-            (Some(path), _, _) => Some(McuEndpoint::Socket(path.to_owned())),
-            (_, true, _) => Some(McuEndpoint::Rpmsg),
-            (_, _, Some(path)) => Some(McuEndpoint::Kernel(path.map(Path::to_owned))),
+        if let Some((_, baud)) = serial {
+            crate::serial::baud_rate(baud).with_context(|| names[3].to_owned())?;
+        }
+        Ok(match (socket, rpmsg, kernel, serial) {
+            (Some(path), _, _, _) => Some(McuEndpoint::Socket(path.to_owned())),
+            (_, true, _, _) => Some(McuEndpoint::Rpmsg),
+            (_, _, Some(path), _) => Some(McuEndpoint::Kernel(path.map(Path::to_owned))),
+            (_, _, _, Some((device, baud))) => Some(McuEndpoint::Serial {
+                device: device.to_owned(),
+                baud,
+            }),
             _ => None,
         })
     }
 
-    /// Connects, or for a socket or the kernel device returns an endpoint that keeps
-    /// reconnecting even if the first attempt fails (a daemon's MCU, which may start later or
-    /// restart); rpmsg_char endpoints are opened once.
+    /// Connects, or for a socket, the kernel device or a serial device returns an endpoint that
+    /// keeps reconnecting even if the first attempt fails (a daemon's MCU, which may start later
+    /// or restart); rpmsg_char endpoints are opened once.
     pub fn open_reconnecting(&self, timeout: Duration) -> Result<Box<dyn Domain>> {
         match self {
             McuEndpoint::Socket(path) => Ok(Box::new(McuSocket::reconnecting(path, timeout))),
             McuEndpoint::Kernel(path) => Ok(Box::new(McuChannel::new(
                 KernelDevice::reconnecting(path.as_deref()),
+                timeout,
+            ))),
+            McuEndpoint::Serial { device, baud } => Ok(Box::new(McuChannel::new(
+                SerialLine::reconnecting(device, *baud)?,
                 timeout,
             ))),
             _ => self.open(timeout),
@@ -247,6 +266,9 @@ impl McuEndpoint {
             McuEndpoint::Socket(path) => Box::new(McuSocket::connect(path, timeout)?),
             McuEndpoint::Rpmsg => Box::new(McuRpmsg::open(timeout)?),
             McuEndpoint::Kernel(path) => Box::new(McuKernel::open(path.as_deref(), timeout)?),
+            McuEndpoint::Serial { device, baud } => {
+                Box::new(McuChannel::new(SerialLine::open(device, *baud)?, timeout))
+            }
         })
     }
 }
@@ -262,7 +284,7 @@ pub fn open_domain(
     Ok(match domain {
         DomainId::Linux => Box::new(LinuxExecutor::spawn(executor, scheduling)?),
         DomainId::Mcu => mcu
-            .context("the mcu domain needs an MCU endpoint (--mcu-socket PATH, --mcu-rpmsg or --mcu-dev [PATH])")?
+            .context("the mcu domain needs an MCU endpoint (--mcu-socket PATH, --mcu-rpmsg, --mcu-dev [PATH] or --mcu-serial DEVICE)")?
             .open(Duration::from_secs(5))?,
     })
 }
@@ -440,6 +462,12 @@ pub trait McuTransport: Send {
         None
     }
 
+    /// The MCU's own compute time for the last reply (ns), when the transport carries one (the
+    /// serial line's compute trailer).
+    fn compute_ns(&self) -> Option<u64> {
+        None
+    }
+
     /// The next frame the MCU sent unasked, waiting at most `timeout`, with the time Linux's
     /// kernel had it (CLOCK_MONOTONIC ns) when the transport can tell; `None` if none came.
     fn receive(
@@ -451,7 +479,8 @@ pub trait McuTransport: Send {
 
 /// The MCU's `qfabric` channel (on the board, or in the virtual board's guest) over a
 /// [`McuTransport`]. ABI v1 carries no compute time, so [`Invocation::compute`] is `None` and the
-/// residual is not decomposed.
+/// residual is not decomposed, unless the transport carries one beside the frame (a serial
+/// line's compute trailer).
 pub struct McuChannel<T> {
     transport: T,
     timeout: Duration,
@@ -461,6 +490,8 @@ pub struct McuChannel<T> {
 pub type McuRpmsg = McuChannel<RpmsgChar>;
 /// The channel through the kernel dispatch device `/dev/qfabricN`.
 pub type McuKernel = McuChannel<KernelDevice>;
+/// An MCU on a serial line.
+pub type McuSerial = McuChannel<SerialLine>;
 
 impl<T: McuTransport> McuChannel<T> {
     pub fn new(transport: T, timeout: Duration) -> Self {
@@ -506,7 +537,7 @@ impl<T: McuTransport> Domain for McuChannel<T> {
             response,
             len,
             latency: start.elapsed(),
-            compute: None,
+            compute: self.transport.compute_ns().map(Duration::from_nanos),
             dispatch,
         })
     }
@@ -516,6 +547,42 @@ impl<T: McuTransport> Domain for McuChannel<T> {
 
     fn down_reason(&self) -> Option<String> {
         self.transport.down_reason()
+    }
+}
+
+/// A serial line as a transport: the reply is the response carrying the request's id, with the
+/// MCU's compute trailer; other frames wait for [`McuTransport::receive`].
+impl McuTransport for SerialLine {
+    fn round_trip(
+        &mut self,
+        request: &[u8],
+        response: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<(usize, Option<Split>)> {
+        Ok((
+            SerialLine::round_trip(self, request, response, timeout)?,
+            None,
+        ))
+    }
+
+    fn check_available(&mut self) -> bool {
+        SerialLine::check_available(self)
+    }
+
+    fn down_reason(&self) -> Option<String> {
+        SerialLine::down_reason(self)
+    }
+
+    fn compute_ns(&self) -> Option<u64> {
+        SerialLine::compute_ns(self)
+    }
+
+    fn receive(
+        &mut self,
+        buf: &mut [u8; MAX_FRAME_LEN],
+        timeout: Duration,
+    ) -> Result<Option<(usize, Option<u64>)>> {
+        SerialLine::receive(self, buf, timeout)
     }
 }
 
@@ -708,13 +775,13 @@ mod tests {
     use super::*;
     use std::collections::VecDeque;
 
-    const NAMES: [&str; 3] = ["--mcu-socket", "--mcu-rpmsg", "--mcu-dev"];
+    const NAMES: [&str; 4] = ["--mcu-socket", "--mcu-rpmsg", "--mcu-dev", "--mcu-serial"];
 
     #[test]
     fn one_mcu_endpoint_is_chosen_and_two_are_refused_by_name() {
         let socket = Path::new("mcu.sock");
         let dev = Path::new("/dev/qfabric1");
-        let choose = |s, r, k| McuEndpoint::choose(s, r, k, NAMES);
+        let choose = |s, r, k| McuEndpoint::choose(s, r, k, None, NAMES);
         assert_eq!(choose(None, false, None).unwrap(), None);
         assert_eq!(
             choose(Some(socket), false, None).unwrap(),
@@ -758,6 +825,29 @@ mod tests {
             let error = choose(s, r, k).unwrap_err().to_string();
             assert!(error.contains(named), "{error}");
         }
+        let tty = Path::new("/dev/ttyUSB0");
+        assert_eq!(
+            McuEndpoint::choose(None, false, None, Some((tty, 115_200)), NAMES).unwrap(),
+            Some(McuEndpoint::Serial {
+                device: tty.to_owned(),
+                baud: 115_200
+            })
+        );
+        let error = McuEndpoint::choose(Some(socket), false, None, Some((tty, 9600)), NAMES)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("--mcu-socket and --mcu-serial both"),
+            "{error}"
+        );
+        let error = format!(
+            "{:#}",
+            McuEndpoint::choose(None, false, None, Some((tty, 12345)), NAMES).unwrap_err()
+        );
+        assert!(
+            error.contains("--mcu-serial") && error.contains("12345"),
+            "{error}"
+        );
     }
 
     /// A transport that serves requests here with the dispatcher and holds a queue of frames

@@ -2,9 +2,10 @@
 //!
 //! * [`domain`]: the `Domain` trait and its domains: the persistent Linux executor of
 //!   [`executor`], and the MCU endpoint on a Unix socket, through Linux's rpmsg_char
-//!   ([`rpmsg_char`]) or through the kernel dispatch device `/dev/qfabricN` ([`qfabric_dev`]);
+//!   ([`rpmsg_char`]), through the kernel dispatch device `/dev/qfabricN` ([`qfabric_dev`]) or
+//!   on a serial line ([`serial`]);
 //! * [`wire`]: the stream framing (a u16 big-endian length prefix, one frame, and on replies an
-//!   optional 8-byte compute trailer);
+//!   optional 8-byte compute trailer), and its resynchronisation on a serial line;
 //! * [`rt`]: caller policies and Linux scheduling classes;
 //! * [`load`]: idle / CPU / RT-contention generators;
 //! * [`workload`]: requests for the declared tasks and their independent reference check;
@@ -21,6 +22,7 @@ pub mod load;
 pub mod qfabric_dev;
 pub mod rpmsg_char;
 pub mod rt;
+pub mod serial;
 pub mod session;
 pub mod wire;
 pub mod workload;

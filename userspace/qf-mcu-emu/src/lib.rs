@@ -4,7 +4,8 @@
 //! control block and remoteproc resource table in the shared memory ([`layout`], [`rsc_table`]),
 //! serves the rpmsg virtqueues as the virtio device ([`vring`], [`rpmsg`]) as the remote core
 //! ([`board`]), and answers QFabric frames with `qf-tasks` ([`mcu`]) over rpmsg and over a Unix
-//! socket for the host agent ([`unix_endpoint`]), under fault knobs ([`faults`], [`control`]).
+//! socket for the host agent ([`unix_endpoint`]) and on a serial line ([`serial_endpoint`]: a tty
+//! or a pty), under fault knobs ([`faults`], [`control`]).
 //! It also runs a resident chain, a periodic `qf-sched` thread released by the MCU's own timer
 //! ([`resident`], over the kernel interface of [`kernel`]), and can take a
 //! Cortex-M33's compute time instead of the host's ([`compute`]), and send garbage that answers
@@ -26,6 +27,7 @@ pub mod process;
 pub mod resident;
 pub mod rpmsg;
 pub mod rsc_table;
+pub mod serial_endpoint;
 pub mod shm;
 pub mod unix_endpoint;
 pub mod vring;

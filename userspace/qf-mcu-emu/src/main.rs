@@ -1,5 +1,5 @@
 //! `qf-mcu-emu`: runs the emulated MCU of the virtual board (ivshmem server for QEMU, rpmsg
-//! device, Unix-socket endpoint for the agent), or sends a command to a running one (`ctl`).
+//! device, Unix-socket and serial endpoints for the agent), or sends a command to a running one (`ctl`).
 //! Logs go to stderr; SIGTERM/SIGINT end it cleanly.
 
 use std::io::Write;
@@ -19,6 +19,7 @@ use qf_mcu_emu::ivshmem::{IvshmemServer, MailboxPeer};
 use qf_mcu_emu::layout::{control as field, MIN_SHM_SIZE};
 use qf_mcu_emu::mcu::Mcu;
 use qf_mcu_emu::process::{self, parse_size};
+use qf_mcu_emu::serial_endpoint::SerialEndpoint;
 use qf_mcu_emu::shm::SharedMemory;
 use qf_mcu_emu::unix_endpoint::UnixEndpoint;
 
@@ -37,6 +38,17 @@ struct Cli {
     /// the u64 BE compute-time trailer).
     #[arg(long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
+    /// Serve the same messages on this serial device (a tty: raw mode at --baud), found again
+    /// after lost or corrupted bytes (docs/virtual-board.md, "MCU endpoint on a serial line").
+    #[arg(long, value_name = "DEVICE", conflicts_with = "serial_pty")]
+    serial: Option<PathBuf>,
+    /// Serve them on a new pty instead, with LINK a symbolic link to its other side (for
+    /// `qf ... --mcu-serial LINK`).
+    #[arg(long, value_name = "LINK")]
+    serial_pty: Option<PathBuf>,
+    /// Baud rate of --serial / --serial-pty.
+    #[arg(long, value_name = "N", default_value_t = qf_execution::serial::DEFAULT_BAUD)]
+    baud: u32,
     /// Be the MCU of a board wired by `qf-board-bridge`: doorbells on this mailbox socket,
     /// the shared memory in --shm-file (instead of being the ivshmem server).
     #[arg(
@@ -125,8 +137,13 @@ fn run(cli: Cli) -> Result<()> {
         }
         return Ok(());
     }
-    if cli.ivshmem_socket.is_none() && cli.unix_socket.is_none() && cli.mailbox_socket.is_none() {
-        bail!("nothing to serve: give --ivshmem-socket PATH (or --mailbox-socket PATH) and/or --unix-socket PATH");
+    if cli.ivshmem_socket.is_none()
+        && cli.unix_socket.is_none()
+        && cli.mailbox_socket.is_none()
+        && cli.serial.is_none()
+        && cli.serial_pty.is_none()
+    {
+        bail!("nothing to serve: give --ivshmem-socket PATH (or --mailbox-socket PATH), --unix-socket PATH and/or --serial DEVICE (or --serial-pty LINK)");
     }
     let stop = EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC)
         .context("creating the stop eventfd")?;
@@ -170,6 +187,11 @@ fn run(cli: Cli) -> Result<()> {
         Some(path) => Some(UnixEndpoint::bind(path)?),
         None => None,
     };
+    let serial = match (&cli.serial, &cli.serial_pty) {
+        (Some(device), _) => Some(SerialEndpoint::open(device, cli.baud)?),
+        (None, Some(link)) => Some(SerialEndpoint::pty(link, cli.baud)?),
+        (None, None) => None,
+    };
     let control_server = match &cli.control_socket {
         Some(path) => {
             let status = status_fn(
@@ -177,6 +199,7 @@ fn run(cli: Cli) -> Result<()> {
                 shm.clone(),
                 board.as_ref().map(Board::stats),
                 lines.as_ref().map(|(_, guest)| Arc::clone(guest)),
+                serial.as_ref().map(SerialEndpoint::counters),
             );
             Some(ControlServer::bind(
                 path,
@@ -188,8 +211,8 @@ fn run(cli: Cli) -> Result<()> {
         None => None,
     };
     log::info!(
-        "serving: ivshmem {:?}, mailbox {:?}, unix {:?}, control {:?}, shm {} bytes, latency {} us, drop every {}, silent {}, compute {}",
-        cli.ivshmem_socket, cli.mailbox_socket, cli.unix_socket, cli.control_socket, shm.as_ref().map_or(cli.shm_size, |s| s.size()), cli.latency_us, cli.drop_every, cli.silent, cli.compute_model.name()
+        "serving: ivshmem {:?}, mailbox {:?}, unix {:?}, serial {:?}, control {:?}, shm {} bytes, latency {} us, drop every {}, silent {}, compute {}",
+        cli.ivshmem_socket, cli.mailbox_socket, cli.unix_socket, cli.serial.as_ref().or(cli.serial_pty.as_ref()), cli.control_socket, shm.as_ref().map_or(cli.shm_size, |s| s.size()), cli.latency_us, cli.drop_every, cli.silent, cli.compute_model.name()
     );
 
     let stop_fd = stop.as_fd();
@@ -210,6 +233,10 @@ fn run(cli: Cli) -> Result<()> {
         if let Some(endpoint) = &endpoint {
             let mcu = Arc::clone(&mcu);
             workers.push(scope.spawn(move || endpoint.run(stop_fd, &mcu).context("unix endpoint")));
+        }
+        if let Some(serial) = &serial {
+            let mcu = Arc::clone(&mcu);
+            workers.push(scope.spawn(move || serial.run(stop_fd, &mcu).context("serial endpoint")));
         }
         if let Some(server) = &control_server {
             workers.push(scope.spawn(move || server.run(stop_fd).context("control socket")));
@@ -236,6 +263,7 @@ fn status_fn(
     shm: Option<Arc<SharedMemory>>,
     board: Option<Arc<std::sync::Mutex<qf_mcu_emu::board::BoardStats>>>,
     guest: Option<Arc<qf_mcu_emu::ivshmem::GuestNotifier>>,
+    serial: Option<Arc<std::sync::Mutex<qf_execution::wire::DeframeCounters>>>,
 ) -> control::StatusFn {
     let mcu = Arc::clone(mcu);
     Box::new(move || {
@@ -269,6 +297,13 @@ fn status_fn(
         }
         if let Some(guest) = &guest {
             line += &format!(" guest_connected={}", guest.connected());
+        }
+        if let Some(serial) = &serial {
+            let c = *serial.lock().unwrap_or_else(|p| p.into_inner());
+            line += &format!(
+                " serial_messages={} serial_bad_lengths={} serial_bad_magic={} serial_truncated={} serial_discarded_bytes={}",
+                c.messages, c.bad_lengths, c.bad_magic, c.truncated, c.discarded_bytes
+            );
         }
         line
     })

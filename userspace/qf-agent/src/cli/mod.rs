@@ -38,20 +38,40 @@ pub fn count_in(
     clap::builder::RangedU64ValueParser::<usize>::new().range(range)
 }
 
-/// How the mcu domain is reached, as command-line options (at most one of the three).
-#[derive(Debug, Clone, Default, clap::Args)]
+/// How the mcu domain is reached, as command-line options (at most one of the four).
+#[derive(Debug, Clone, clap::Args)]
 pub struct McuArgs {
     /// MCU endpoint on a Unix socket (e.g. `qf-mcu-emu --unix-socket PATH`).
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["mcu_rpmsg", "mcu_dev"])]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["mcu_rpmsg", "mcu_dev", "mcu_serial"])]
     pub mcu_socket: Option<PathBuf>,
     /// Reach the MCU through Linux's rpmsg_char (on the board).
-    #[arg(long, conflicts_with = "mcu_dev")]
+    #[arg(long, conflicts_with_all = ["mcu_dev", "mcu_serial"])]
     pub mcu_rpmsg: bool,
     /// Reach the MCU through the kernel dispatch device of the qfabric_rpmsg module (on the
     /// board); without PATH the first /dev/qfabricN. Give PATH as `--mcu-dev=PATH` when a
     /// positional argument follows.
-    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    #[arg(long, value_name = "PATH", num_args = 0..=1, conflicts_with = "mcu_serial")]
     pub mcu_dev: Option<Option<PathBuf>>,
+    /// Reach the MCU on a serial line (a UART between two chips, as on the Arduino UNO Q with
+    /// its router stopped; a pty from `qf-mcu-emu --serial-pty`), in raw mode at --baud.
+    #[arg(long, value_name = "DEVICE")]
+    pub mcu_serial: Option<PathBuf>,
+    /// Baud rate of --mcu-serial.
+    #[arg(long, value_name = "N", default_value_t = qf_execution::serial::DEFAULT_BAUD, requires = "mcu_serial")]
+    pub baud: u32,
+}
+
+impl Default for McuArgs {
+    /// No MCU endpoint (and the default baud rate, should a serial device be set later).
+    fn default() -> Self {
+        McuArgs {
+            mcu_socket: None,
+            mcu_rpmsg: false,
+            mcu_dev: None,
+            mcu_serial: None,
+            baud: qf_execution::serial::DEFAULT_BAUD,
+        }
+    }
 }
 
 impl McuArgs {
@@ -61,7 +81,8 @@ impl McuArgs {
             self.mcu_socket.as_deref(),
             self.mcu_rpmsg,
             self.mcu_dev.as_ref().map(Option::as_deref),
-            ["--mcu-socket", "--mcu-rpmsg", "--mcu-dev"],
+            self.mcu_serial.as_deref().map(|device| (device, self.baud)),
+            ["--mcu-socket", "--mcu-rpmsg", "--mcu-dev", "--mcu-serial"],
         )
     }
 }
@@ -150,6 +171,38 @@ mod tests {
     }
 
     #[test]
+    fn mcu_serial_takes_a_device_and_a_baud_rate() {
+        let endpoint = |args: &[&str]| parse(args).unwrap().endpoint();
+        let serial = |baud| {
+            Some(McuEndpoint::Serial {
+                device: PathBuf::from("/dev/ttyHS1"),
+                baud,
+            })
+        };
+        assert_eq!(
+            endpoint(&["--mcu-serial", "/dev/ttyHS1"]).unwrap(),
+            serial(115_200)
+        );
+        assert_eq!(
+            endpoint(&["--mcu-serial", "/dev/ttyHS1", "--baud", "921600"]).unwrap(),
+            serial(921_600)
+        );
+        let error = format!(
+            "{:#}",
+            endpoint(&["--mcu-serial", "t", "--baud", "1000"]).unwrap_err()
+        );
+        assert!(
+            error.contains("--mcu-serial") && error.contains("1000"),
+            "{error}"
+        );
+        // --baud alone names what it needs.
+        let error = parse(&["--baud", "9600"]).unwrap_err();
+        assert!(error.contains("--mcu-serial"), "{error}");
+        let error = parse(&["--baud", "fast", "--mcu-serial", "t"]).unwrap_err();
+        assert!(error.contains("fast"), "{error}");
+    }
+
+    #[test]
     fn two_mcu_flags_are_refused_naming_both() {
         for (args, first, second) in [
             (
@@ -167,6 +220,16 @@ mod tests {
                 "--mcu-rpmsg",
                 "--mcu-socket",
             ),
+            (
+                &["--mcu-serial", "/dev/ttyS1", "--mcu-dev"][..],
+                "--mcu-serial",
+                "--mcu-dev",
+            ),
+            (
+                &["--mcu-rpmsg", "--mcu-serial", "/dev/ttyS1"][..],
+                "--mcu-rpmsg",
+                "--mcu-serial",
+            ),
         ] {
             let error = parse(args).unwrap_err();
             assert!(error.contains(first) && error.contains(second), "{error}");
@@ -176,6 +239,8 @@ mod tests {
             mcu_socket: Some(PathBuf::from("s")),
             mcu_rpmsg: false,
             mcu_dev: Some(None),
+            mcu_serial: None,
+            baud: qf_execution::serial::DEFAULT_BAUD,
         };
         let error = both.endpoint().unwrap_err().to_string();
         assert!(error.contains("--mcu-socket and --mcu-dev both"), "{error}");

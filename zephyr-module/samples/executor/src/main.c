@@ -8,11 +8,29 @@
 #include <zephyr/sys/util.h>
 
 #include <qfabric/executor.h>
+#ifdef CONFIG_QFABRIC_EXECUTOR_UART
+#include <qfabric/executor_uart.h>
+#endif
 
 LOG_MODULE_REGISTER(qfabric_sample, LOG_LEVEL_INF);
 
 #define TASK_CRC32 3
 #define STATS_EVERY K_SECONDS(10)
+
+/* On a UART, what the line's receiver dropped and what did not fit (every STATS_EVERY). */
+static void log_uart_stats(void)
+{
+#ifdef CONFIG_QFABRIC_EXECUTOR_UART
+	struct qf_uart_stats uart;
+
+	if (qf_executor_uart_stats_get(&uart) == 0) {
+		LOG_INF("uart: %u messages, %u rejected; dropped: %u bad lengths, %u bad magic, "
+			"%u cut by silence, %u bytes hunted past, %u rx overruns, %u tx full",
+			uart.messages, uart.rejected, uart.bad_lengths, uart.bad_magic,
+			uart.truncated, uart.discarded_bytes, uart.rx_overruns, uart.tx_dropped);
+	}
+#endif
+}
 
 #ifdef CONFIG_QFABRIC_SAMPLE_CHAIN
 static int start_crc_chain(void)
@@ -71,9 +89,14 @@ int main(void)
 				chain, stats.releases, stats.sent, stats.send_failures,
 				stats.overruns, stats.compute_ns_max);
 		}
+		log_uart_stats();
 	}
 #else
 	LOG_INF("no resident chain; serving requests only");
+	while (IS_ENABLED(CONFIG_QFABRIC_EXECUTOR_UART)) {
+		k_sleep(STATS_EVERY);
+		log_uart_stats();
+	}
 #endif
 	return 0;
 }
