@@ -307,7 +307,11 @@ fn status_fn(
             line += &format!(" defect={}", b.defect.map_or("none", Defect::name));
         }
         if let Some(guest) = &guest {
-            line += &format!(" guest_connected={}", guest.connected());
+            line += &format!(
+                " guest_connected={} guests_refused={}",
+                guest.connected(),
+                guest.refused()
+            );
         }
         if let Some(serial) = &serial {
             let c = *serial.lock().unwrap_or_else(|p| p.into_inner());
