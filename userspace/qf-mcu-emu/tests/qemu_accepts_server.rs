@@ -209,11 +209,11 @@ fn machine(socket: &std::path::Path) -> Command {
 #[ignore = "needs qemu-system-x86_64; run by scripts/test.d/55-mcu-emu-qemu"]
 fn a_second_guest_machine_is_refused_with_a_message_and_the_first_keeps_the_board() {
     let rig = Rig::start("qemu-second", Faults::default());
-    let first = KillOnDrop(machine(&rig.socket()).spawn().unwrap());
+    let first = KillOnDrop(machine(rig.socket()).spawn().unwrap());
     wait_until("the first machine is the guest", || rig.guest.connected());
 
     // The second machine's device is refused at realize: QEMU exits with an error naming it.
-    let mut second = KillOnDrop(machine(&rig.socket()).spawn().unwrap());
+    let mut second = KillOnDrop(machine(rig.socket()).spawn().unwrap());
     let mut status = None;
     wait_until("the second machine exits", || {
         status = second.0.try_wait().unwrap();
@@ -232,7 +232,7 @@ fn a_second_guest_machine_is_refused_with_a_message_and_the_first_keeps_the_boar
     // Once the first machine is gone, the next one is the guest.
     drop(first);
     wait_until("the first machine's departure", || !rig.guest.connected());
-    let _third = KillOnDrop(machine(&rig.socket()).spawn().unwrap());
+    let _third = KillOnDrop(machine(rig.socket()).spawn().unwrap());
     wait_until("the next machine is the guest", || rig.guest.connected());
     assert_eq!(rig.guest.refused(), 1);
 }
