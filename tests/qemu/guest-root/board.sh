@@ -8,7 +8,7 @@ set -u
 qfg=/bin/qf-board-guest
 frames=10000
 
-echo "QFTEST PLAN 15"
+echo "QFTEST PLAN 16"
 
 check module-load insmod /qfabric_rproc.ko
 if wait_for 120 attached; then pass attach "$(dmesg | grep 'attached to MCU' | tail -n 1)"
@@ -34,6 +34,11 @@ sleep 1 # the harness polls the console every 200 ms
 chain_out=$($qfg chain --count 100 --period-us 100000 --epoch 1 2>&1); status=$?
 if [ $status -eq 0 ] && echo "$chain_out" | grep -q ' 0 ids skipped'; then pass resident-chain "$(echo "$chain_out" | tail -n 1)"
 else fail resident-chain "$(echo "$chain_out" | tail -n 2 | tr '\n' ' ')"; fi
+
+# Malformed frames through rpmsg_char (bad header, bad payload length, unknown task, replayed
+# invocation, stale epoch): each answered with its status, then a valid one OK (epoch 5: after
+# the chain's bind request at epoch 1, below the epochs that follow).
+check malformed-frames $qfg malformed --epoch 5
 
 # Every declared task through /dev/qfabric0, each reply compared byte for byte with
 # qf_tasks::serve (a lost reply is a timeout, a wrong one a mismatch: either fails the check).
