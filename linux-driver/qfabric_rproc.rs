@@ -318,13 +318,19 @@ impl ThreadBody for Watchdog {
                         }
                         Err(why) => {
                             if last_reason != Some(why) {
-                                if let NotReady::Malformed(defect) = why {
-                                    pr_err!(
+                                match why {
+                                    NotReady::Malformed(defect) => pr_err!(
                                         "the MCU's resource table is malformed, not attaching: {:?}\n",
                                         defect
-                                    );
-                                } else {
-                                    pr_info!("waiting for the MCU's resource table: {:?}\n", why);
+                                    ),
+                                    NotReady::BadTable { .. } => pr_err!(
+                                        "the MCU's resource table is malformed, not attaching: {:?}\n",
+                                        why
+                                    ),
+                                    _ => pr_info!(
+                                        "waiting for the MCU's resource table: {:?}\n",
+                                        why
+                                    ),
                                 }
                                 last_reason = Some(why);
                             }

@@ -98,7 +98,7 @@ pub enum TableDefect {
     Version(u32),
     /// `num` is not 1 (the board has one resource, the rpmsg vdev).
     Entries(u32),
-    /// `offset[0]` does not leave room for the vdev inside the table.
+    /// `offset[0]` is not word-aligned or does not leave room for the vdev inside the table.
     EntryOffset(u32),
     /// The entry is not `RSC_VDEV` (3).
     EntryType(u32),
@@ -184,8 +184,10 @@ impl<'a> ControlBlock<'a> {
         let offset = self.read(field::RSC_TABLE_OFFSET);
         let size = self.read(field::RSC_TABLE_SIZE);
         let (o, n) = (offset as usize, size as usize);
-        // struct resource_table's header is 16 bytes; the table must stay in its 4 KiB slot.
-        if o < RSC_TABLE_SLOT || n < 16 || o + n > RSC_TABLE_SLOT + RSC_TABLE_SLOT_LEN {
+        // struct resource_table's header is 16 bytes; the table must stay in its 4 KiB slot,
+        // word-aligned (the window is read a word at a time).
+        if o < RSC_TABLE_SLOT || o % 4 != 0 || n < 16 || o + n > RSC_TABLE_SLOT + RSC_TABLE_SLOT_LEN
+        {
             return Err(NotReady::BadTable { offset, size });
         }
         self.check_table(o, n).map_err(NotReady::Malformed)?;
@@ -195,9 +197,16 @@ impl<'a> ControlBlock<'a> {
     /// The checks `rproc_handle_resources` and `rproc_handle_vdev` would make, and those of
     /// this board (one rpmsg vdev whose vrings fit the carveouts the driver registers), before
     /// the remoteproc core sees the table: a malformed table is refused with its defect named.
+    /// These are `qf_resource_table::board`'s rules, repeated here because a kernel module
+    /// cannot use the crate; `qf-mcu-emu`'s `driver_table_rules` test compiles this file on
+    /// the host and holds the two to the same verdict, in the same words, for every table.
     fn check_table(&self, table: usize, size: usize) -> core::result::Result<(), TableDefect> {
-        // In range: the table lies inside its slot, which the mapping covers.
-        let word = |at: usize| self.shm.read_u32(table + at).unwrap_or(0);
+        // Words past the table's end read as 0, as does one the window refuses (the table lies
+        // inside its slot, which the mapping covers, so only a misaligned word can be).
+        let word = |at: usize| match at.checked_add(4) {
+            Some(end) if end <= size => self.shm.read_u32(table + at).unwrap_or(0),
+            _ => 0,
+        };
         let version = word(0);
         if version != 1 {
             return Err(TableDefect::Version(version));
@@ -208,7 +217,10 @@ impl<'a> ControlBlock<'a> {
         }
         let entry = word(TABLE_HEADER_LEN);
         let vdev = entry as usize + RSC_HDR_LEN;
-        if (entry as usize) < TABLE_HEADER_LEN + 4 || vdev + VDEV_LEN + 2 * VRING_LEN > size {
+        if (entry as usize) < TABLE_HEADER_LEN + 4
+            || entry % 4 != 0
+            || vdev + VDEV_LEN + 2 * VRING_LEN > size
+        {
             return Err(TableDefect::EntryOffset(entry));
         }
         let kind = word(entry as usize);

@@ -53,7 +53,7 @@ def help_text(script):
 
 def zephyr_check_facts():
     code = read("scripts/zephyr-check")
-    steps = set(re.search(r"^\s+((?:\w+\|)+\w+)\) steps\+=", code, re.M).group(1).split("|"))
+    steps = set(re.search(r"^\s+((?:[\w-]+\|)+[\w-]+)\) steps\+=", code, re.M).group(1).split("|"))
     variables = set(re.findall(r"^#   ([A-Z][A-Z0-9_]+)\b", code, re.M))
     for pair in re.findall(r"^#   ([A-Z_]+(?: / [A-Z_]+)+)", code, re.M):
         variables |= set(pair.split(" / "))

@@ -4,11 +4,14 @@
 //!
 //! One place for the layout: the MCU emulator publishes a table with it (`qf-mcu-emu`'s
 //! `rsc_table`) and `qf firmware check` (`qf-firmware`) validates firmware tables with it.
+//! [`board`] holds the virtual board's own rules for the one table it takes.
 //! Readers take the bytes of one structure and return `None` when they are too short, so no
 //! input makes them panic; writers return a fixed-size array.
 
 #![no_std]
 #![forbid(unsafe_code)]
+
+pub mod board;
 
 /// The only table version Linux accepts (`find_table`: "unsupported fw ver").
 pub const VERSION: u32 = 1;

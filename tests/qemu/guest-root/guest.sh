@@ -38,7 +38,7 @@ crash_and_recover() {
   check "$name-qfdev-resumes" $qfg dev-frames --count 1000 --epoch $((epoch + 1))
 }
 
-echo "QFTEST PLAN 43"
+echo "QFTEST PLAN 44"
 
 # The MCU is not running yet (crashed before Linux looks): the driver binds, maps, waits.
 host crash
@@ -179,6 +179,9 @@ check traffic-after-reload $qfg frames --count 1000 --epoch 30
 # qfabric_rpmsg stayed loaded through both reloads of the remoteproc driver.
 wait_for 10 test -c /dev/qfabric0
 check qfdev-after-reload $qfg dev-frames --count 1000 --epoch 31
+# Malformed frames through rpmsg_char (bad header, bad payload length, unknown task, replayed
+# invocation, stale epoch): each answered with its status, then a valid one OK.
+check malformed-frames $qfg malformed --epoch 32
 check final-unload rmmod qfabric_rproc
 if rmmod qfabric_rpmsg && [ ! -e /dev/qfabric0 ]; then pass qfdev-unload "$(dmesg | grep 'qfabric_rpmsg' | tail -n 1)"
 else fail qfdev-unload "$(ls /dev/qfabric* 2>&1)"; fi

@@ -18,6 +18,7 @@ mod abuse;
 mod chain;
 mod dev;
 mod irq;
+mod malformed;
 mod races;
 mod recv;
 mod stats;
@@ -59,6 +60,9 @@ enum Command {
     Frames(Traffic),
     /// Every message length up to the rpmsg limit, then one byte more (EMSGSIZE).
     Sizes(Epoch),
+    /// Malformed frames through rpmsg_char (bad header, bad payload length, unknown task,
+    /// replayed invocation, stale epoch), each answered with its status.
+    Malformed(Epoch),
     /// Round-trip percentiles of `add` through rpmsg_char.
     Latency(Traffic),
     /// Prints the resident chain's template request in hex, for the emulator's `chain start`.
@@ -239,6 +243,18 @@ fn run(args: &[String]) -> Result<()> {
         Command::Sizes(Epoch { epoch }) => {
             with_endpoint(|ep| traffic::sizes(ep, epoch, chain::is_result))
         }
+        // A resident chain may be sending to this endpoint meanwhile: its results are skipped.
+        Command::Malformed(Epoch { epoch }) => with_endpoint(|ep| {
+            let mut mirror = traffic::Mirror::new(epoch);
+            let summary = malformed::run(&mut mirror, epoch, |mirror, request, what| {
+                traffic::checked(mirror, request, what, |request, reply| {
+                    let n = traffic::carry(ep, request, reply, what, |m| Ok(chain::is_result(m)))?;
+                    Ok((n, reply[..n].to_vec()))
+                })
+            })?;
+            println!("{summary}");
+            Ok(())
+        }),
         Command::Latency(args) => {
             with_endpoint(|ep| traffic::latency(ep, args.count, args.epoch.epoch))
         }

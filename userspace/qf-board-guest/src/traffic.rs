@@ -160,19 +160,31 @@ pub fn exchange_skipping(
 ) -> Result<Duration> {
     checked(mirror, request, what, |request, reply| {
         let start = Instant::now();
-        ep.send(request)
-            .with_context(|| format!("{what}: send {} bytes", request.len()))?;
-        let n = loop {
-            // Each skipped message restarts the wait: the timeout bounds silence, not the total.
-            let n = ep
-                .recv(reply, REPLY_TIMEOUT)
-                .with_context(|| format!("{what}: reply"))?;
-            if !unsolicited(&reply[..n]).with_context(|| format!("{what}: before the reply"))? {
-                break n;
-            }
-        };
+        let n = carry(ep, request, reply, what, &mut unsolicited)?;
         Ok((n, start.elapsed()))
     })
+}
+
+/// Sends `request` and receives its reply into `reply`, skipping the messages `unsolicited`
+/// says the MCU sent on its own; returns the reply's length.
+pub fn carry(
+    ep: &mut Endpoint,
+    request: &[u8],
+    reply: &mut [u8; MAX_FRAME_LEN],
+    what: &str,
+    mut unsolicited: impl FnMut(&[u8]) -> Result<bool>,
+) -> Result<usize> {
+    ep.send(request)
+        .with_context(|| format!("{what}: send {} bytes", request.len()))?;
+    loop {
+        // Each skipped message restarts the wait: the timeout bounds silence, not the total.
+        let n = ep
+            .recv(reply, REPLY_TIMEOUT)
+            .with_context(|| format!("{what}: reply"))?;
+        if !unsolicited(&reply[..n]).with_context(|| format!("{what}: before the reply"))? {
+            return Ok(n);
+        }
+    }
 }
 
 /// `count` valid requests over three tasks with invocation ids from `first_id`, every reply

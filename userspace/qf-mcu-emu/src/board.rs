@@ -14,6 +14,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use qf_abi::MAX_FRAME_LEN;
 use qf_chain::ChainStats;
 
+use crate::defect::Defect;
 use crate::garbage;
 use crate::ivshmem::{GuestNotifier, McuDoorbell, VECTOR_STATE, VECTOR_VRING};
 use crate::layout::{
@@ -49,6 +50,8 @@ pub enum Command {
     Garbage(u64),
     /// The chains changed (a control frame from any transport): aim the chain timer again.
     ChainsChanged,
+    /// Restart as a broken image ([`crate::defect`]), or a good one again (`None`).
+    Defect(Option<Defect>),
 }
 
 /// Errors of the board loop.
@@ -130,6 +133,8 @@ pub struct BoardStats {
     pub chain: ChainStats,
     /// Times that chain's CBS budget ran out during a job (B_ROUT).
     pub chain_budget_exhaustions: u64,
+    /// The broken image this MCU plays, if any.
+    pub defect: Option<Defect>,
 }
 
 /// The emulated remote core.
@@ -177,6 +182,16 @@ impl Board {
             stats: Arc::new(Mutex::new(BoardStats::default())),
             heart_alive: Arc::new(AtomicBool::new(true)),
         })
+    }
+
+    /// Boots as a broken image (`qf-mcu-emu --defect`).
+    pub fn with_defect(self, defect: Option<Defect>) -> Board {
+        self.lock_stats().defect = defect;
+        self
+    }
+
+    fn defect(&self) -> Option<Defect> {
+        self.lock_stats().defect
     }
 
     /// The handle for crash/restart commands.
@@ -264,20 +279,34 @@ impl Board {
         self.publish()
     }
 
-    /// Publishes a fresh resource table under a new generation and goes `running`.
+    /// Publishes a fresh resource table under a new generation and goes `running` (or, as a
+    /// broken image, does what that image does).
     fn publish(&mut self) -> Result<(), BoardError> {
+        let defect = self.defect();
         let shm = &self.shm;
+        self.session = None;
+        if defect == Some(Defect::NoBoot) {
+            shm.store_u32(control::MCU_STATE, McuState::Offline as u32)?;
+            shm.store_u32(control::MAGIC, 0)?;
+            log::warn!("mcu: defect no-boot: {}", Defect::NoBoot.what());
+            return Ok(());
+        }
         shm.store_u32(control::MCU_STATE, McuState::Booting as u32)?;
         let generation = shm.bump_u32(control::GENERATION)?;
         shm.store_u32(control::MAGIC, MAGIC)?;
         shm.store_u32(control::LAYOUT_VERSION, LAYOUT_VERSION)?;
-        shm.write(RSC_TABLE_OFFSET, &rsc_table::encode())?;
+        let mut table = rsc_table::encode();
+        if let Some(defect) = defect {
+            defect.corrupt(&mut table);
+            log::warn!("mcu: defect {}: {}", defect.name(), defect.what());
+        }
+        shm.write(RSC_TABLE_OFFSET, &table)?;
         shm.store_u32(control::RSC_TABLE_OFFSET, RSC_TABLE_OFFSET as u32)?;
-        shm.store_u32(control::RSC_TABLE_SIZE, TABLE_LEN as u32)?;
+        let size = defect.map_or(TABLE_LEN as u32, |d| d.published_size(TABLE_LEN as u32));
+        shm.store_u32(control::RSC_TABLE_SIZE, size)?;
         shm.store_u32(control::HEARTBEAT_PERIOD_US, HEARTBEAT_PERIOD_US)?;
         shm.store_u32(control::CHANNEL_ADDR, CHANNEL_ADDR)?;
         shm.store_u32(control::SERVED_ATTACH_COUNT, 0)?;
-        self.session = None;
         shm.store_u32(control::MCU_STATE, McuState::Running as u32)?;
         log::info!("mcu: running, generation {generation}");
         self.guest.notify(VECTOR_STATE);
@@ -329,6 +358,12 @@ impl Board {
             }
             Command::Garbage(n) => self.send_garbage(n)?,
             Command::ChainsChanged => self.publish_chain_stats(),
+            Command::Defect(defect) => {
+                self.lock_stats().defect = defect;
+                self.mcu.restart();
+                self.heart_alive.store(true, Ordering::SeqCst);
+                self.publish()?;
+            }
         }
         Ok(())
     }
@@ -499,13 +534,17 @@ impl Board {
         self.shm
             .store_u32(control::SERVED_ATTACH_COUNT, attach_count)?;
         self.lock_stats().sessions += 1;
-        log::info!("mcu: serving attach {attach_count} (BAR2 at {bar2_pa:#x}); announcing '{CHANNEL_NAME}' at {CHANNEL_ADDR:#x}");
         let mut outbox = VecDeque::new();
-        outbox.push_back((
-            CHANNEL_ADDR,
-            NS_ADDR,
-            rpmsg::ns_announcement(CHANNEL_NAME, CHANNEL_ADDR).to_vec(),
-        ));
+        if self.defect() == Some(Defect::NoAnnounce) {
+            log::warn!("mcu: serving attach {attach_count} (BAR2 at {bar2_pa:#x}); defect no-announce: not announcing '{CHANNEL_NAME}'");
+        } else {
+            log::info!("mcu: serving attach {attach_count} (BAR2 at {bar2_pa:#x}); announcing '{CHANNEL_NAME}' at {CHANNEL_ADDR:#x}");
+            outbox.push_back((
+                CHANNEL_ADDR,
+                NS_ADDR,
+                rpmsg::ns_announcement(CHANNEL_NAME, CHANNEL_ADDR).to_vec(),
+            ));
+        }
         Ok(Session {
             attach_count,
             device,

@@ -2,7 +2,8 @@
 //! command, one line back (`ok ...` or `error: ...`). Commands:
 //! `latency-us N`, `drop-every N` (0 = off), `silent on|off`, `crash`, `hang`, `restart`,
 //! `chain start PERIOD_US TEMPLATE_HEX [BUDGET_US]`, `chain stop`, `garbage N` (N frames that
-//! answer nothing, see [`crate::garbage`]), `status`.
+//! answer nothing, see [`crate::garbage`]), `defect KIND|none` (restart as a broken image, see
+//! [`crate::defect`], or a good one), `status`.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -14,6 +15,7 @@ use std::time::Duration;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::board::{BoardControl, Command};
+use crate::defect::Defect;
 use crate::mcu::Mcu;
 use crate::resident::ChainPlan;
 
@@ -36,6 +38,8 @@ pub enum Request {
     ChainStop,
     /// Send this many garbage frames to the endpoint that last wrote to the channel.
     Garbage(u64),
+    /// Restart as this broken image, or a good one (`None`).
+    Defect(Option<Defect>),
     Status,
 }
 
@@ -75,6 +79,11 @@ pub fn parse(line: &str) -> Result<Request, String> {
             n @ 1..=MAX_GARBAGE => Request::Garbage(n),
             n => return Err(format!("garbage: {n} is not in 1..={MAX_GARBAGE}")),
         },
+        Some("defect") => match words.get(1).copied() {
+            Some("none") => Request::Defect(None),
+            Some(name) => Request::Defect(Some(Defect::parse(name)?)),
+            None => return Err("defect needs a kind or 'none'".to_string()),
+        },
         Some("chain") => match words.get(1).copied() {
             Some("start") => Request::ChainStart {
                 period_us: number("chain start PERIOD_US", words.get(2))?,
@@ -104,7 +113,8 @@ pub fn parse(line: &str) -> Result<Request, String> {
         Request::LatencyUs(_)
         | Request::DropEvery(_)
         | Request::Silent(_)
-        | Request::Garbage(_) => 2..=2,
+        | Request::Garbage(_)
+        | Request::Defect(_) => 2..=2,
         Request::ChainStart { .. } => 4..=5,
         Request::ChainStop => 2..=2,
         _ => 1..=1,
@@ -127,7 +137,8 @@ pub fn parse(line: &str) -> Result<Request, String> {
 }
 
 fn unknown(word: &str) -> String {
-    let known = "latency-us, drop-every, silent, crash, hang, restart, chain, garbage, status";
+    let known =
+        "latency-us, drop-every, silent, crash, hang, restart, chain, garbage, defect, status";
     format!("unknown command '{word}' ({known})")
 }
 
@@ -212,6 +223,12 @@ impl ControlServer {
                 Some(board) => board.send(Command::Garbage(n)),
                 None => {
                     return "error: garbage: needs the rpmsg board (--ivshmem-socket)".to_string()
+                }
+            },
+            Request::Defect(defect) => match &self.board {
+                Some(board) => board.send(Command::Defect(defect)),
+                None => {
+                    return "error: defect: needs the rpmsg board (--ivshmem-socket)".to_string()
                 }
             },
             Request::Status => return format!("ok {}", (self.status)()),

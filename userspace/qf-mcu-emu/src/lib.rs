@@ -9,13 +9,14 @@
 //! It also runs a resident chain, a periodic `qf-sched` thread released by the MCU's own timer
 //! ([`resident`], over the kernel interface of [`kernel`]), and can take a
 //! Cortex-M33's compute time instead of the host's ([`compute`]), and send garbage that answers
-//! nothing ([`garbage`]).
+//! nothing ([`garbage`]), or behave as a broken image would ([`defect`]).
 //! The contract with the Linux driver is `docs/virtual-board.md`.
 #![deny(unsafe_code)]
 
 pub mod board;
 pub mod compute;
 pub mod control;
+pub mod defect;
 pub mod faults;
 pub mod garbage;
 pub mod ivshmem;

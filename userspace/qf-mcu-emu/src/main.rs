@@ -14,6 +14,7 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 use qf_mcu_emu::board::Board;
 use qf_mcu_emu::compute::ComputeModel;
 use qf_mcu_emu::control::{self, ControlServer};
+use qf_mcu_emu::defect::Defect;
 use qf_mcu_emu::faults::Faults;
 use qf_mcu_emu::ivshmem::{IvshmemServer, MailboxPeer};
 use qf_mcu_emu::layout::{control as field, MIN_SHM_SIZE};
@@ -80,6 +81,12 @@ struct Cli {
     /// Start without answering (requests are read, never answered) until `silent off`.
     #[arg(long)]
     silent: bool,
+    /// Boot as a broken MCU image: no-boot, no-announce, or a malformed resource table
+    /// (table-version, table-entries, table-entry-offset, table-entry-type, table-vdev-id,
+    /// table-config-len, table-vrings, table-vring-num, table-vring-align, table-vring-da,
+    /// table-slot); `ctl defect KIND|none` changes it at run time.
+    #[arg(long, value_name = "KIND", value_parser = Defect::parse)]
+    defect: Option<Defect>,
     /// More log output (-v debug).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -175,12 +182,15 @@ fn run(cli: Cli) -> Result<()> {
         (None, None) => None,
     };
     let mut board = match (&lines, &shm) {
-        (Some((doorbell, guest)), Some(shm)) => Some(Board::new(
-            Arc::clone(shm),
-            Arc::clone(doorbell),
-            Arc::clone(guest),
-            Arc::clone(&mcu),
-        )?),
+        (Some((doorbell, guest)), Some(shm)) => Some(
+            Board::new(
+                Arc::clone(shm),
+                Arc::clone(doorbell),
+                Arc::clone(guest),
+                Arc::clone(&mcu),
+            )?
+            .with_defect(cli.defect),
+        ),
         _ => None,
     };
     let endpoint = match &cli.unix_socket {
@@ -294,9 +304,14 @@ fn status_fn(
                 b.chain_running, c.releases, c.sent, c.send_failures, c.rejected, c.overruns,
                 c.lateness_max / 1000, c.compute_ns_max, b.chain_budget_exhaustions
             );
+            line += &format!(" defect={}", b.defect.map_or("none", Defect::name));
         }
         if let Some(guest) = &guest {
-            line += &format!(" guest_connected={}", guest.connected());
+            line += &format!(
+                " guest_connected={} guests_refused={}",
+                guest.connected(),
+                guest.refused()
+            );
         }
         if let Some(serial) = &serial {
             let c = *serial.lock().unwrap_or_else(|p| p.into_inner());

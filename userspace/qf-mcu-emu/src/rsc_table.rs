@@ -2,7 +2,8 @@
 //! `RSC_VDEV` entry for rpmsg), and reading back the vring fields Linux may have updated. The
 //! format (field offsets, sizes, type and feature numbers) is `qf-resource-table`'s.
 
-use qf_resource_table::{read_u32, Header, Vdev, Vring, ENTRY_HEADER_LEN};
+pub use qf_resource_table::board::{TableDefect, VringSlots};
+use qf_resource_table::{board, Header, Vdev, Vring, ENTRY_HEADER_LEN};
 pub use qf_resource_table::{FW_RSC_ADDR_ANY, RSC_VDEV, VIRTIO_ID_RPMSG, VIRTIO_RPMSG_F_NS};
 
 use crate::layout::{
@@ -12,13 +13,12 @@ use crate::layout::{
 /// `VIRTIO_CONFIG_S_DRIVER_OK`.
 pub const STATUS_DRIVER_OK: u8 = 4;
 
-/// Smallest vring alignment Linux accepts for a remoteproc vring (and OpenAMP's default).
-pub const MIN_VRING_ALIGN: u32 = 16;
+pub use qf_resource_table::board::MIN_VRING_ALIGN;
 
 /// Offset of the vdev entry's header inside the table (after ver, num, reserved[2], offset[1]).
 pub const VDEV_ENTRY_OFFSET: usize = Header::SIZE + 4;
 /// Offset of `fw_rsc_vdev` (after the 4-byte `fw_rsc_hdr`).
-const VDEV_OFFSET: usize = VDEV_ENTRY_OFFSET + ENTRY_HEADER_LEN;
+pub const VDEV_OFFSET: usize = VDEV_ENTRY_OFFSET + ENTRY_HEADER_LEN;
 /// Total table size.
 pub const TABLE_LEN: usize = VDEV_OFFSET + Vdev::SIZE + 2 * Vring::SIZE;
 
@@ -40,16 +40,17 @@ pub struct VdevInfo {
     pub vrings: [VringInfo; 2],
 }
 
-/// Why a table read back from shared memory is not usable.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TableError {
-    #[error("resource table field {field} is {found:#x}, expected {expected}")]
-    Field {
-        field: &'static str,
-        found: u64,
-        expected: &'static str,
-    },
-}
+/// Why a table read back from shared memory is not usable: the board's rule it breaks
+/// (`qf_resource_table::board`, the rules `qfabric_rproc` applies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed resource table: {0}")]
+pub struct TableError(pub TableDefect);
+
+/// The board's two vring slots, as the table's `da` names them.
+pub const SLOTS: VringSlots = VringSlots {
+    da: [da(VRING0_OFFSET) as u32, da(VRING1_OFFSET) as u32],
+    len: VRING_AREA as u32,
+};
 
 /// The table as published at (re)start.
 pub fn encode() -> [u8; TABLE_LEN] {
@@ -80,93 +81,35 @@ pub fn encode() -> [u8; TABLE_LEN] {
     t
 }
 
-/// Parses a table read from shared memory (header, then its one vdev entry) and checks the
-/// vrings: a power-of-two size up to 256, an alignment of at least 16, and a `da` inside their
-/// areas or `FW_RSC_ADDR_ANY`, which stands for the area's own address (an OpenAMP firmware's
-/// table leaves the addresses to the host). Linux may rewrite `da` and `notifyid`; anything else
-/// means a corrupt table.
-pub fn decode_vdev(t: &[u8; TABLE_LEN]) -> Result<VdevInfo, TableError> {
-    let expect = |field, found: u32, want: u32, expected| {
-        if found == want {
-            Ok(())
-        } else {
-            Err(TableError::Field {
-                field,
-                found: u64::from(found),
-                expected,
-            })
-        }
-    };
-    let word = |at: usize| read_u32(t, at).unwrap_or(u32::MAX);
-    expect("ver", word(Header::VER), 1, "1")?;
-    expect("num", word(Header::NUM), 1, "1 (one entry)")?;
-    expect(
-        "offset[0]",
-        word(Header::OFFSETS),
-        VDEV_ENTRY_OFFSET as u32,
-        "20",
-    )?;
-    expect("type", word(VDEV_ENTRY_OFFSET), RSC_VDEV, "RSC_VDEV (3)")?;
-    // The fixed TABLE_LEN holds the vdev and both vrings, so parsing cannot come up short.
-    let short = TableError::Field {
-        field: "table length",
-        found: TABLE_LEN as u64,
-        expected: "room for the vdev and two vrings",
-    };
-    let vdev = Vdev::parse(&t[VDEV_OFFSET..]).ok_or(short.clone())?;
-    expect("id", vdev.id, VIRTIO_ID_RPMSG, "VIRTIO_ID_RPMSG (7)")?;
-    expect("num_of_vrings", u32::from(vdev.num_of_vrings), 2, "2")?;
+/// Checks a table read from shared memory with the board's rules (one rpmsg vdev, two vrings
+/// that fit their slots, a `da` that is the slot's or `FW_RSC_ADDR_ANY`) and reads its vdev.
+/// `FW_RSC_ADDR_ANY` stands for the slot's own address (an OpenAMP firmware's table leaves the
+/// addresses to the host). Linux may rewrite `da` and `notifyid`; anything else that breaks a
+/// rule means a corrupt table.
+pub fn decode_vdev(t: &[u8]) -> Result<VdevInfo, TableError> {
+    let checked = board::check(t, SLOTS).map_err(TableError)?;
     let mut vrings = [VringInfo {
         da: 0,
         align: 0,
         num: 0,
         notifyid: 0,
     }; 2];
-    for (i, (vring, area)) in vrings
-        .iter_mut()
-        .zip([VRING0_OFFSET, VRING1_OFFSET])
-        .enumerate()
-    {
-        let read = Vring::parse(&t[VDEV_OFFSET + Vdev::vring_offset(i)..]).ok_or(short.clone())?;
-        *vring = VringInfo {
-            da: read.da,
+    for ((info, read), slot_da) in vrings.iter_mut().zip(checked.vrings).zip(SLOTS.da) {
+        *info = VringInfo {
+            da: if read.da == FW_RSC_ADDR_ANY {
+                slot_da
+            } else {
+                read.da
+            },
             align: read.align,
             num: read.num,
             notifyid: read.notifyid,
         };
-        if !vring.num.is_power_of_two() || vring.num > u32::from(VRING_NUM) {
-            return Err(TableError::Field {
-                field: "vring.num",
-                found: u64::from(vring.num),
-                expected: "a power of two, at most 256",
-            });
-        }
-        if !vring.align.is_power_of_two() || vring.align < MIN_VRING_ALIGN {
-            return Err(TableError::Field {
-                field: "vring.align",
-                found: u64::from(vring.align),
-                expected: "a power of two, at least 16",
-            });
-        }
-        // An address left to the host: the vring is where the contract puts it, which is
-        // where Linux's carveout is.
-        if vring.da == FW_RSC_ADDR_ANY {
-            vring.da = da(area) as u32;
-        }
-        let start = u64::from(vring.da);
-        let size = crate::layout::vring_size(u64::from(vring.num), u64::from(vring.align));
-        if start < da(area) || start + size > da(area) + VRING_AREA {
-            return Err(TableError::Field {
-                field: "vring.da",
-                found: start,
-                expected: "inside its 64 KiB vring area",
-            });
-        }
     }
     Ok(VdevInfo {
-        dfeatures: vdev.dfeatures,
-        gfeatures: vdev.gfeatures,
-        status: vdev.status,
+        dfeatures: checked.vdev.dfeatures,
+        gfeatures: checked.vdev.gfeatures,
+        status: checked.vdev.status,
         vrings,
     })
 }
@@ -202,32 +145,28 @@ mod tests {
     }
 
     #[test]
-    fn a_vring_moved_outside_its_area_is_rejected() {
+    fn a_vring_moved_outside_its_slot_is_rejected() {
         let mut t = encode();
         let at = VDEV_OFFSET + Vdev::SIZE;
         t[at..at + 4].copy_from_slice(&0x1000_0000u32.to_le_bytes());
-        assert!(matches!(
+        assert_eq!(
             decode_vdev(&t),
-            Err(TableError::Field {
-                field: "vring.da",
-                ..
-            })
-        ));
+            Err(TableError(TableDefect::VringDa {
+                vring: 0,
+                da: 0x1000_0000
+            }))
+        );
     }
 
     #[test]
-    fn a_wrong_vring_size_is_rejected_with_its_field_name() {
+    fn a_wrong_vring_size_is_rejected_with_its_value() {
         let mut t = encode();
         let at = VDEV_OFFSET + Vdev::SIZE + 8;
-        for bad in [0u32, 100, 512] {
+        for bad in [0u32, 1, 100, 512] {
             t[at..at + 4].copy_from_slice(&bad.to_le_bytes());
             assert_eq!(
                 decode_vdev(&t),
-                Err(TableError::Field {
-                    field: "vring.num",
-                    found: u64::from(bad),
-                    expected: "a power of two, at most 256"
-                })
+                Err(TableError(TableDefect::VringNum { vring: 0, num: bad }))
             );
         }
     }
@@ -247,18 +186,12 @@ mod tests {
         assert_eq!(vdev.vrings[0].align, 16);
         t[VDEV_OFFSET + Vdev::SIZE + 4..VDEV_OFFSET + Vdev::SIZE + 8]
             .copy_from_slice(&8u32.to_le_bytes());
-        assert!(matches!(
+        assert_eq!(
             decode_vdev(&t),
-            Err(TableError::Field {
-                field: "vring.align",
-                ..
-            })
-        ));
+            Err(TableError(TableDefect::VringAlign { vring: 0, align: 8 }))
+        );
         t = encode();
         t[4] = 2;
-        assert!(matches!(
-            decode_vdev(&t),
-            Err(TableError::Field { field: "num", .. })
-        ));
+        assert_eq!(decode_vdev(&t), Err(TableError(TableDefect::Entries(2))));
     }
 }

@@ -16,6 +16,7 @@ use common::linux::LinuxSide;
 use common::{wait_until, TempDir};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use qf_mcu_emu::board::{Board, BoardControl, Command};
+use qf_mcu_emu::defect::Defect;
 use qf_mcu_emu::faults::Faults;
 use qf_mcu_emu::ivshmem::{Bridge, BridgeStats, IvshmemServer, MailboxPeer, VECTOR_STATE};
 use qf_mcu_emu::layout::{control, CHANNEL_ADDR};
@@ -78,6 +79,11 @@ impl Wired {
 
     /// The emulator as the MCU on the mailbox, over the bridge's shared-memory file.
     fn start_mcu(&mut self) -> Arc<BoardControl> {
+        self.start_broken_mcu(None)
+    }
+
+    /// The same MCU playing a broken image (`qf-mcu-emu --defect`).
+    fn start_broken_mcu(&mut self, defect: Option<Defect>) -> Arc<BoardControl> {
         let shm = Arc::new(SharedMemory::open_file(&self.shm_file).unwrap());
         let peer = Arc::new(MailboxPeer::connect(&self.mailbox, T).unwrap());
         let mut board = Board::new(
@@ -86,7 +92,8 @@ impl Wired {
             peer.guest_notifier(),
             Arc::new(Mcu::new(Faults::default())),
         )
-        .unwrap();
+        .unwrap()
+        .with_defect(defect);
         let control = board.control();
         {
             let stop = Arc::clone(&self.stop);
@@ -99,9 +106,11 @@ impl Wired {
                 let _ = peer.run(stop.as_fd());
             }));
         }
-        wait_until("the MCU publishes running", || {
-            shm.load_u32(control::MCU_STATE).unwrap() == 2
-        });
+        if defect != Some(Defect::NoBoot) {
+            wait_until("the MCU publishes running", || {
+                shm.load_u32(control::MCU_STATE).unwrap() == 2
+            });
+        }
         control
     }
 
@@ -198,4 +207,85 @@ fn bytes_naming_no_vector_are_counted_and_the_next_mcu_is_served() {
     let mut linux = LinuxSide::connect(&wired.ivshmem);
     linux.attach();
     assert!(linux.recv(T).is_some(), "announcement from the second MCU");
+}
+
+/// `qf-board-bridge SUBCOMMAND --shm-file FILE ARGS...`: (success, stdout + stderr).
+fn bridge_says(wired: &Wired, subcommand: &str, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qf-board-bridge"))
+        .arg(subcommand)
+        .arg("--shm-file")
+        .arg(&wired.shm_file)
+        .args(args)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn the_bridges_checks_pass_a_good_mcu_and_its_announcement() {
+    let mut wired = Wired::bridge("bridge-check-good");
+    wired.start_mcu();
+    let (ok, said) = bridge_says(&wired, "check", &["--timeout-s", "10"]);
+    assert!(
+        ok && said.starts_with("ok: the MCU runs: generation 1"),
+        "{said}"
+    );
+    let mut linux = LinuxSide::connect(&wired.ivshmem);
+    linux.attach();
+    let (ok, said) = bridge_says(&wired, "announced", &["--timeout-s", "10"]);
+    assert!(
+        ok && said.starts_with("ok: the MCU announced 'qfabric' from 0x400"),
+        "{said}"
+    );
+}
+
+#[test]
+fn the_bridges_check_names_an_mcu_that_does_not_boot_and_every_malformed_table() {
+    for &defect in Defect::ALL {
+        if defect == Defect::NoAnnounce {
+            continue;
+        }
+        let mut wired = Wired::bridge("bridge-check-defect");
+        wired.start_broken_mcu(Some(defect));
+        let (ok, said) = bridge_says(&wired, "check", &["--timeout-s", "1"]);
+        let expected = match (defect, defect.expected()) {
+            (Defect::NoBoot, _) => {
+                "after 1 s: the MCU did not boot: the control block has no magic".to_string()
+            }
+            (Defect::TableSlot, _) => {
+                "after 1 s: malformed resource table: BadTable { offset: 4096, size: 8192 }"
+                    .to_string()
+            }
+            (_, Some(rule)) => format!("after 1 s: malformed resource table: {rule}"),
+            (_, None) => unreachable!("{defect:?} has a table rule"),
+        };
+        assert!(!ok, "{}: {said}", defect.name());
+        assert!(said.contains(&expected), "{}: {said}", defect.name());
+    }
+}
+
+#[test]
+fn the_bridges_announcement_check_names_an_mcu_that_stays_silent() {
+    let mut wired = Wired::bridge("bridge-check-silent");
+    wired.start_broken_mcu(Some(Defect::NoAnnounce));
+    let (ok, said) = bridge_says(&wired, "check", &["--timeout-s", "10"]);
+    assert!(ok, "its table is good: {said}");
+    let (ok, said) = bridge_says(&wired, "announced", &["--attach-timeout-s", "1"]);
+    assert!(
+        !ok && said.contains("Linux did not attach in 1 s"),
+        "{said}"
+    );
+    let mut linux = LinuxSide::connect(&wired.ivshmem);
+    linux.attach();
+    let (ok, said) = bridge_says(&wired, "announced", &["--timeout-s", "1"]);
+    assert!(
+        !ok && said.contains("the MCU did not announce its channel: Linux attached 1 s ago"),
+        "{said}"
+    );
+    assert!(linux.recv(Duration::from_millis(200)).is_none());
+    // Frames are still served: only the announcement is missing.
+    linux.send(LINUX_EPT, CHANNEL_ADDR, &request(1));
+    assert!(linux.recv(T).is_some());
 }

@@ -76,11 +76,26 @@ fn a_second_guest_is_refused_while_one_is_connected_and_accepted_after_it_leaves
     let rig = Rig::server_only("second");
     let first = IvshmemClient::connect(rig.socket(), T).unwrap();
     wait_until("first guest registered", || rig.guest.connected());
-    let refused = IvshmemClient::connect(rig.socket(), Duration::from_millis(500));
-    assert!(
-        refused.is_err(),
-        "the second connection gets no setup messages"
+    // The second connection is told version 0 and the ID -1 (which QEMU refuses to realize
+    // the device with), then closed.
+    let mut second = std::os::unix::net::UnixStream::connect(rig.socket()).unwrap();
+    second.set_read_timeout(Some(T)).unwrap();
+    let mut told = Vec::new();
+    std::io::Read::read_to_end(&mut second, &mut told).unwrap();
+    let words: Vec<i64> = told
+        .chunks(8)
+        .map(|w| i64::from_le_bytes(w.try_into().unwrap()))
+        .collect();
+    assert_eq!(
+        words,
+        [0, -1],
+        "version 0, then an ID no peer has, then EOF"
     );
+    assert_eq!(rig.guest.refused(), 1);
+    assert!(rig.guest.connected(), "the first guest stays");
+    let refused = IvshmemClient::connect(rig.socket(), Duration::from_millis(500));
+    assert!(refused.is_err(), "a second guest gets no shared memory");
+    assert_eq!(rig.guest.refused(), 2);
     drop(first);
     wait_until("the first guest's departure is noticed", || {
         !rig.guest.connected()

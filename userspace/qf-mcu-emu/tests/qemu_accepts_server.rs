@@ -2,7 +2,9 @@
 //! guest through the qtest protocol: port I/O for PCI config, MMIO reads/writes) against the emulator's
 //! ivshmem server: QEMU accepts the setup messages, maps the memfd as BAR2 (the control block
 //! the MCU published is readable through it), reports IVPosition 1, delivers a Doorbell-register
-//! write to the MCU's eventfd, and turns the MCU's eventfd into a pending MSI-X vector.
+//! write to the MCU's eventfd, and turns the MCU's eventfd into a pending MSI-X vector. A second
+//! machine on the same socket while one is the guest fails to start with QEMU's error, and the
+//! first keeps the board.
 //!
 //! Needs QEMU; run by `scripts/test.d/55-mcu-emu-qemu` with `--ignored`.
 
@@ -181,4 +183,56 @@ fn qemu_10_accepts_the_server_maps_bar2_and_carries_doorbells_both_ways() {
 
     drop(child);
     wait_until("the server notices QEMU left", || !rig.guest.connected());
+}
+
+/// A QEMU machine with the board's ivshmem-doorbell on `socket`, stopped before its first
+/// instruction (`-S`): enough for the device's realize, where the server protocol runs.
+fn machine(socket: &std::path::Path) -> Command {
+    let qemu = std::env::var("QEMU").unwrap_or_else(|_| "qemu-system-x86_64".into());
+    let mut command = Command::new(qemu);
+    command
+        .args(["-machine", "q35", "-accel", "tcg", "-S", "-display", "none"])
+        .args(["-nodefaults", "-monitor", "none", "-serial", "none"])
+        .args([
+            "-chardev",
+            &format!("socket,id=ivsh,path={}", socket.display()),
+            "-device",
+            "ivshmem-doorbell,chardev=ivsh,vectors=2",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    command
+}
+
+#[test]
+#[ignore = "needs qemu-system-x86_64; run by scripts/test.d/55-mcu-emu-qemu"]
+fn a_second_guest_machine_is_refused_with_a_message_and_the_first_keeps_the_board() {
+    let rig = Rig::start("qemu-second", Faults::default());
+    let first = KillOnDrop(machine(rig.socket()).spawn().unwrap());
+    wait_until("the first machine is the guest", || rig.guest.connected());
+
+    // The second machine's device is refused at realize: QEMU exits with an error naming it.
+    let mut second = KillOnDrop(machine(rig.socket()).spawn().unwrap());
+    let mut status = None;
+    wait_until("the second machine exits", || {
+        status = second.0.try_wait().unwrap();
+        status.is_some()
+    });
+    let mut err = String::new();
+    std::io::Read::read_to_string(second.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(!status.unwrap().success(), "the second QEMU started: {err}");
+    assert!(
+        err.contains("ivshmem-doorbell") && err.contains("server sent invalid ID message"),
+        "QEMU's message: {err}"
+    );
+    assert_eq!(rig.guest.refused(), 1);
+    assert!(rig.guest.connected(), "the first machine keeps the board");
+
+    // Once the first machine is gone, the next one is the guest.
+    drop(first);
+    wait_until("the first machine's departure", || !rig.guest.connected());
+    let _third = KillOnDrop(machine(rig.socket()).spawn().unwrap());
+    wait_until("the next machine is the guest", || rig.guest.connected());
+    assert_eq!(rig.guest.refused(), 1);
 }

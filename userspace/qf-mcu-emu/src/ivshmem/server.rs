@@ -6,6 +6,7 @@ use std::io::IoSlice;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -55,6 +56,8 @@ impl McuDoorbell {
 #[derive(Default)]
 pub struct GuestNotifier {
     guest: Mutex<Option<GuestLine>>,
+    /// Guests refused because one was connected.
+    refused: AtomicU64,
 }
 
 /// How an interrupt reaches the guest.
@@ -87,6 +90,15 @@ impl GuestNotifier {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .is_some()
+    }
+
+    /// Guests refused so far because one was connected.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    fn count_refused(&self) -> u64 {
+        self.refused.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     pub(crate) fn set(&self, line: Option<GuestLine>) {
@@ -178,9 +190,7 @@ impl IvshmemServer {
                     }
                 };
                 if guest.is_some() {
-                    log::warn!(
-                        "ivshmem: refusing a second guest while peer {GUEST_PEER_ID} is connected"
-                    );
+                    self.refuse(&stream);
                     continue;
                 }
                 match self.greet(&stream) {
@@ -192,6 +202,22 @@ impl IvshmemServer {
                     Err(e) => log::warn!("ivshmem: setting up a guest failed: {e}"),
                 }
             }
+        }
+    }
+
+    /// Refuses a second guest: the protocol version, then an ID no peer can have (-1), then
+    /// the connection closes. QEMU's `ivshmem_recv_setup` then fails the device's realize
+    /// ("server sent invalid ID message") and the machine does not start; merely closing the
+    /// connection would leave QEMU reading it forever (`ivshmem_recv_msg` retries on EOF).
+    fn refuse(&self, stream: &UnixStream) {
+        let refused = self.guest.count_refused();
+        log::warn!(
+            "ivshmem: refusing a second guest while peer {GUEST_PEER_ID} is connected \
+             ({refused} refused so far)"
+        );
+        let told = send(stream, PROTOCOL_VERSION, None).and_then(|()| send(stream, -1, None));
+        if let Err(e) = told {
+            log::warn!("ivshmem: telling the refused guest: {e}");
         }
     }
 
