@@ -82,7 +82,12 @@ pub fn configure_raw(fd: BorrowedFd<'_>, baud: u32) -> Result<()> {
     // Reads return what is there; waiting is done with poll.
     tio.control_chars[SpecialCharacterIndices::VMIN as usize] = 0;
     tio.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
-    termios::cfsetspeed(&mut tio, rate).context("setting the baud rate")?;
+    // The rate goes into c_cflag's CBAUD bits, where Linux's tcsetattr reads it, rather than
+    // through cfsetspeed: the libc crate links the cf*speed functions to versioned glibc symbols
+    // (`cfsetspeed@GLIBC_2.2.5`), which a static glibc build (the board guest's `qf`) cannot
+    // resolve. The B* constants are CBAUD values on Linux (BaudRate is `repr(u32)` over them).
+    tio.control_flags &= !ControlFlags::CBAUD;
+    tio.control_flags |= ControlFlags::from_bits_retain(rate as libc::tcflag_t);
     termios::tcsetattr(fd, SetArg::TCSANOW, &tio).context("applying the terminal settings")?;
     termios::tcflush(fd, termios::FlushArg::TCIOFLUSH).context("flushing the terminal")?;
     Ok(())
@@ -480,6 +485,17 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(error.contains("baud rate 7"), "{error}");
+    }
+
+    #[test]
+    fn the_baud_rate_reaches_the_tty() {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        for (baud, bits) in [(9600, libc::B9600), (115_200, libc::B115200)] {
+            configure_raw(pty.slave.as_fd(), baud).unwrap();
+            let tio = termios::tcgetattr(pty.slave.as_fd()).unwrap();
+            let cbaud = (tio.control_flags & ControlFlags::CBAUD).bits();
+            assert_eq!(cbaud, bits, "baud {baud}");
+        }
     }
 
     #[test]
