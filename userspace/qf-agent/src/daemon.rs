@@ -15,9 +15,11 @@
 //!   window never takes a new run for a replay. A DUPLICATE or STALE reply means the MCU did not
 //!   run the invocation: the release is logged, journaled (`mcu_rejected`) and counted in
 //!   `rejected_releases`, never scored; after STALE the next release carries a newer epoch.
-//! * **The MCU goes away.** The socket endpoint reconnects by itself (the next call at once, then
-//!   50 ms doubling to 2 s); meanwhile `qf status` shows the MCU down with the reason, the journal
-//!   has `mcu_down` / `mcu_up`, and moves to the MCU fail destination admission.
+//! * **The MCU goes away.** Every MCU endpoint (socket, `rpmsg_char`, `/dev/qfabricN`) reconnects
+//!   by itself (`qf_execution::reconnect`: the next call at once, then 50 ms doubling to 2 s);
+//!   meanwhile `qf status` shows the MCU down with the reason, the journal has `mcu_down` /
+//!   `mcu_up` (and the reason in `start` when it is down from the start), and moves to the MCU
+//!   fail destination admission.
 //! * **A crash or a full disk mid-append.** The torn last record is cut off at the next start,
 //!   saved to `JOURNAL.torn-SECONDS` and the cut journaled; a damaged record anywhere else still
 //!   refuses to start (see `qf_evidence::journal`).
@@ -396,17 +398,17 @@ impl Daemon {
         let program = executor_path(config.executor.as_deref())?;
         let linux: Box<dyn Domain> =
             Box::new(LinuxExecutor::spawn(&program, config.caller.scheduling())?);
-        let mut mcu: Option<Box<dyn Domain>> = match endpoint
+        let mut mcu: Option<Box<dyn Domain>> = endpoint
             .map(|e| e.open_reconnecting(Duration::from_secs(5)))
-        {
-            Some(Ok(domain)) => Some(domain),
-            Some(Err(error)) => {
-                eprintln!("qfabricd: MCU endpoint unavailable ({error:#}); moves to the MCU will fail destination admission");
-                None
-            }
-            None => None,
-        };
+            .transpose()?;
         let mcu_available = mcu.as_mut().is_some_and(|m| m.check_available());
+        let mcu_down_reason = match &mcu {
+            Some(m) if !mcu_available => Some(mcu_down_reason(m.as_ref())),
+            _ => None,
+        };
+        if let Some(reason) = &mcu_down_reason {
+            eprintln!("qfabricd: the MCU endpoint is down ({reason}); moves to the MCU fail destination admission until it is up");
+        }
         let mut controller = controller;
         controller.set_domain_available(DomainId::Mcu, mcu_available);
         journal.append(&serde_json::json!({
@@ -416,6 +418,7 @@ impl Daemon {
             "graph_deadline_us": controller.graph_deadline_us(),
             "placement": chain.start_placement(),
             "mcu_available": mcu_available,
+            "mcu_down_reason": mcu_down_reason,
             "epoch_base": session.base(),
         }))?;
         let status = Status {
@@ -424,6 +427,7 @@ impl Daemon {
             journal: config.journal.clone(),
             graph_deadline_us: controller.graph_deadline_us(),
             mcu_available,
+            mcu_down_reason,
             wire_epoch: session.epoch(0),
             journal_records: journal.records(),
             journal_head: journal.head().to_owned(),

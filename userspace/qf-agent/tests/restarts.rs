@@ -166,6 +166,37 @@ fn the_daemon_reconnects_to_a_restarted_mcu() {
     assert_eq!(second.mcu.stats().rejected, 0);
 }
 
+/// A daemon on the board's `rpmsg_char` (`mcu_rpmsg = true`) whose MCU channel is not there:
+/// the endpoint is kept and reported down with the reason (status and the journal's `start`)
+/// until the channel appears. Before, the rpmsg endpoint was opened once: missing at start, the
+/// MCU stayed gone for the whole run with no reason given; gone later, it never came back. (No
+/// rpmsg bus on a host: the reconnection itself is `qf-execution`'s `tests/rpmsg_reconnect.rs`.)
+#[test]
+fn a_daemon_on_rpmsg_without_a_channel_reports_the_mcu_down_with_the_reason() {
+    if std::path::Path::new("/sys/bus/rpmsg/devices").exists() {
+        return; // a machine with an rpmsg bus: what it says depends on its MCU
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = write_config(root, "linux", "mcu_rpmsg = true\n", "");
+    let daemon = spawn_daemon(&config);
+    let socket = root.join("run/qfabricd.sock");
+    wait_for(Duration::from_secs(30), "a few releases", || {
+        query_status(&socket).is_ok_and(|s| s.observations > 5)
+    });
+    let status = query_status(&socket).unwrap();
+    stop_daemon(daemon);
+    assert!(!status.mcu_available);
+    let reason = status.mcu_down_reason.unwrap_or_default();
+    assert!(reason.contains("/sys/bus/rpmsg/devices"), "{reason}");
+    let entries = journal_entries(&root.join("state/decisions.jsonl"));
+    let start = entries.iter().find(|e| e["event"] == "start").unwrap();
+    assert_eq!(start["mcu_available"], false);
+    assert!(start["mcu_down_reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("rpmsg")));
+}
+
 /// Two daemons given one journal both ran and broke the hash chain; the second now fails at
 /// once, naming the first's pid, and the first goes on undisturbed.
 #[test]
