@@ -44,6 +44,44 @@ fn every_new_qf_run_client_is_served() {
     assert_eq!(emulator.mcu.stats().rejected, 0);
 }
 
+/// Moves `task`'s replay window on the MCU at `mcu` to `epoch`, as another client would.
+fn another_client_at(mcu: &std::path::Path, task: qf_tasks::Task, epoch: u32) {
+    use qf_execution::domain::{Domain, McuSocket};
+    use qf_execution::workload::{encode_request, random_request};
+    let mut frame = [0u8; qf_abi::MAX_FRAME_LEN];
+    let len = encode_request(task, &random_request(task, 1), 1, epoch, &mut frame).unwrap();
+    let mut socket = McuSocket::connect(mcu, Duration::from_secs(5)).unwrap();
+    socket.invoke(&frame[..len]).unwrap();
+}
+
+/// `qf run` against an MCU another client moved past its epoch: it re-establishes its session
+/// and sends once more (the wall clock's next second is enough against a client that started a
+/// second later); against one far ahead, the retry is refused too, and `qf run` fails saying
+/// so after exactly two requests, printing no result. Before, one STALE was an error at once.
+#[test]
+fn qf_run_retries_a_stale_reply_once_in_a_new_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcu.sock");
+    let emulator = Emulator::serve(&path);
+    let next_second = qf_execution::session::Session::from_clock().epoch(0) + 1;
+    another_client_at(&path, qf_tasks::Task::Add, next_second);
+    let printed = run_args(&path).execute().unwrap();
+    assert_eq!(printed["status"], "ok", "{printed}");
+    assert_eq!(printed["result"]["value"], 42, "{printed}");
+    assert!(printed["epoch"].as_u64() >= Some(u64::from(next_second)));
+    // The first attempt was refused unless the clock itself reached the next second first.
+    let rejected = emulator.mcu.stats().rejected;
+    assert_eq!(rejected, u64::from(printed["stale_retry"].is_object()));
+
+    another_client_at(&path, qf_tasks::Task::Add, u32::MAX - 1);
+    let error = format!("{:#}", run_args(&path).execute().unwrap_err());
+    assert!(
+        error.contains("stale twice") && error.contains("did not run"),
+        "{error}"
+    );
+    assert_eq!(emulator.mcu.stats().rejected, rejected + 2);
+}
+
 fn run_daemon(config: &std::path::Path, observations: u32) {
     let status = Command::new(env!("CARGO_BIN_EXE_qfabricd"))
         .arg("--config")
@@ -94,16 +132,7 @@ fn refused_releases_are_never_scored_as_misses() {
     let mcu = root.join("mcu.sock");
     let emulator = Emulator::serve(&mcu);
     // Another client takes the `fir_x64` window to an epoch the daemon never reaches.
-    {
-        use qf_execution::domain::{Domain, McuSocket};
-        use qf_execution::workload::{encode_request, random_request};
-        let task = qf_tasks::Task::FirX64;
-        let mut frame = [0u8; qf_abi::MAX_FRAME_LEN];
-        let len =
-            encode_request(task, &random_request(task, 1), 1, u32::MAX - 1, &mut frame).unwrap();
-        let mut socket = McuSocket::connect(&mcu, Duration::from_secs(5)).unwrap();
-        socket.invoke(&frame[..len]).unwrap();
-    }
+    another_client_at(&mcu, qf_tasks::Task::FirX64, u32::MAX - 1);
     let config = write_config(
         root,
         "mcu",
