@@ -57,3 +57,33 @@ fn hostile_counts_are_refused_by_flag_and_range() {
     };
     assert_eq!(report.resamples, 100);
 }
+
+/// `qf report`'s arguments built without clap (as a test or a caller might) meet the same
+/// bounds in `Bootstrap::new`: `--resamples 0` was taken as one resample, silently.
+#[test]
+fn a_report_built_without_clap_refuses_zero_resamples_by_flag_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    for (resamples, block, named) in [
+        (0, 50, "--resamples 0"),
+        (99, 50, "--resamples 99"),
+        (100, 0, "--block 0"),
+    ] {
+        let report = qf_agent::cli::report::ReportArgs {
+            dir: dir.path().to_owned(),
+            resamples,
+            block,
+            seed: 1,
+            quiet: true,
+        };
+        let error = format!("{:#}", report.run().unwrap_err());
+        assert!(error.starts_with(named), "{error}");
+        assert!(
+            error.contains("100..=100000") || named.starts_with("--block"),
+            "{error}"
+        );
+    }
+    assert!(
+        !dir.path().join("report").exists(),
+        "refused before writing anything"
+    );
+}
