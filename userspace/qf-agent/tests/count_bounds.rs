@@ -8,6 +8,8 @@ enum Cli {
     Evaluate(qf_agent::cli::evaluate::EvaluateArgs),
     Replay(qf_agent::cli::replay::ReplayArgs),
     Report(qf_agent::cli::report::ReportArgs),
+    Profile(qf_agent::cli::profile::ProfileArgs),
+    Resident(qf_agent::cli::resident::ResidentArgs),
 }
 
 fn refused(args: &[&str]) -> String {
@@ -47,6 +49,36 @@ fn hostile_counts_are_refused_by_flag_and_range() {
             error.contains("--resamples") && error.contains("100..=100000"),
             "{error}"
         );
+    }
+    // qf profile and qf resident observe: 2^64-1 samples panicked ("attempt to add with
+    // overflow", or "capacity overflow" in a release build), 0 samples wrote empty traces.
+    let profile = ["qf", "profile", "--out", "o"];
+    for (flag, values) in [
+        ("--samples", [max.as_str(), "1000001", "0"]),
+        ("--min-samples", [max.as_str(), "1000001", "0"]),
+        ("--warmup", [max.as_str(), "1000001", "1000001"]),
+    ] {
+        for value in values {
+            let error = refused(&[&profile[..], &[flag, value]].concat());
+            assert!(error.contains(flag), "{error}");
+        }
+    }
+    let observe = [
+        "qf",
+        "resident",
+        "observe",
+        "--out",
+        "o",
+        "--period-us",
+        "1000",
+    ];
+    for (flag, value) in [
+        ("--samples", max.as_str()),
+        ("--samples", "0"),
+        ("--warmup", &max),
+    ] {
+        let error = refused(&[&observe[..], &[flag, value]].concat());
+        assert!(error.contains(flag), "{error}");
     }
     let error = refused(&["qf", "report", "d", "--block", "0"]);
     assert!(error.contains("--block"), "{error}");

@@ -22,6 +22,10 @@ pub mod bounds {
     pub const SYNTHETIC_ROWS: std::ops::RangeInclusive<u64> = 1..=1_000_000;
     /// Chain observations per replay or evaluation cell.
     pub const OBSERVATIONS: std::ops::RangeInclusive<u64> = 1..=1_000_000;
+    /// Kept samples per measured cell (`qf profile`, `qf resident observe`).
+    pub const SAMPLES: std::ops::RangeInclusive<u64> = 1..=1_000_000;
+    /// Warm-up invocations (or results) per cell, not kept.
+    pub const WARMUP: std::ops::RangeInclusive<u64> = 0..=1_000_000;
     /// Controller decisions timed for the decision-cost table.
     pub const DECISIONS: std::ops::RangeInclusive<u64> = 1..=1_000_000;
     use qf_evidence::stats;
