@@ -74,7 +74,7 @@ use qf_execution::workload::{encode_request, outcome_ok, random_request, task_by
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -285,14 +285,33 @@ fn answer(stream: UnixStream, status: &Mutex<Status>) -> std::io::Result<()> {
 
 /// Asks a running daemon for its status.
 pub fn query_status(socket: &Path) -> Result<Status> {
+    query_status_within(socket, Duration::from_secs(5))
+}
+
+/// Asks a running daemon for its status, waiting at most `timeout` for the answer.
+pub fn query_status_within(socket: &Path, timeout: Duration) -> Result<Status> {
     let mut stream = UnixStream::connect(socket)
         .with_context(|| format!("connecting to qfabricd at {}", socket.display()))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.write_all(b"status\n")?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream
+        .write_all(b"status\n")
+        .with_context(|| format!("asking qfabricd at {} for its status", socket.display()))?;
     let mut reply = String::new();
-    BufReader::new(&stream)
-        .read_line(&mut reply)
-        .context("reading the status reply")?;
+    match BufReader::new(&stream).read_line(&mut reply) {
+        Ok(_) => {}
+        // A read time-out surfaces as EAGAIN ("Resource temporarily unavailable"): say what it is.
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            anyhow::bail!(
+                "qfabricd at {} accepted but did not answer within {} ms",
+                socket.display(),
+                timeout.as_millis()
+            )
+        }
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("reading the status reply from {}", socket.display()))
+        }
+    }
     serde_json::from_str(&reply)
         .with_context(|| format!("status reply from {}: {}", socket.display(), reply.trim()))
 }
