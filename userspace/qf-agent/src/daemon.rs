@@ -423,9 +423,10 @@ impl Daemon {
         let mcu_available = mcu.as_mut().is_some_and(|m| m.check_available());
         let mcu_down_reason = match &mcu {
             Some(m) if !mcu_available => Some(mcu_down_reason(m.as_ref())),
-            _ => None,
+            Some(_) => None,
+            None => Some("no MCU endpoint is configured (mcu_socket, mcu_rpmsg or mcu_dev)".into()),
         };
-        if let Some(reason) = &mcu_down_reason {
+        if let (Some(reason), Some(_)) = (&mcu_down_reason, &mcu) {
             eprintln!("qfabricd: the MCU endpoint is down ({reason}); moves to the MCU fail destination admission until it is up");
         }
         let mut controller = controller;

@@ -226,6 +226,25 @@ fn a_daemon_on_rpmsg_without_a_channel_reports_the_mcu_down_with_the_reason() {
         .is_some_and(|r| r.contains("rpmsg")));
 }
 
+/// Without an MCU endpoint, `qf status` said "MCU endpoint down" with no reason, as if one had
+/// failed; it now says none is configured.
+#[test]
+fn a_daemon_without_an_mcu_says_none_is_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = write_config(root, "linux", "", "");
+    let daemon = spawn_daemon(&config);
+    let socket = root.join("run/qfabricd.sock");
+    wait_for(Duration::from_secs(30), "a few releases", || {
+        query_status(&socket).is_ok_and(|s| s.observations > 5)
+    });
+    let status = query_status(&socket).unwrap();
+    stop_daemon(daemon);
+    assert!(!status.mcu_available);
+    let reason = status.mcu_down_reason.unwrap_or_default();
+    assert!(reason.contains("no MCU endpoint is configured"), "{reason}");
+}
+
 /// Two daemons given one journal both ran and broke the hash chain; the second now fails at
 /// once, naming the first's pid, and the first goes on undisturbed.
 #[test]
