@@ -15,11 +15,11 @@
 //!   window never takes a new run for a replay. A DUPLICATE or STALE reply means the MCU did not
 //!   run the invocation: the release is logged, journaled (`mcu_rejected`) and counted in
 //!   `rejected_releases`, never scored; after STALE the next release carries a newer epoch.
-//! * **The MCU goes away.** Every MCU endpoint (socket, `rpmsg_char`, `/dev/qfabricN`) reconnects
-//!   by itself (`qf_execution::reconnect`: the next call at once, then 50 ms doubling to 2 s);
-//!   meanwhile `qf status` shows the MCU down with the reason, the journal has `mcu_down` /
-//!   `mcu_up` (and the reason in `start` when it is down from the start), and moves to the MCU
-//!   fail destination admission.
+//! * **The MCU goes away.** Every MCU endpoint (socket, `rpmsg_char`, `/dev/qfabricN`, serial
+//!   line) reconnects by itself (`qf_execution::reconnect`: the next call at once, then 50 ms
+//!   doubling to 2 s); meanwhile `qf status` shows the MCU down with the reason, the journal has
+//!   `mcu_down` / `mcu_up` (and the reason in `start` when it is down from the start), and moves
+//!   to the MCU fail destination admission.
 //! * **A crash or a full disk mid-append.** The torn last record is cut off at the next start,
 //!   saved to `JOURNAL.torn-SECONDS` and the cut journaled; a damaged record anywhere else still
 //!   refuses to start (see `qf_evidence::journal`).
