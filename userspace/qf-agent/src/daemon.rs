@@ -15,9 +15,11 @@
 //!   window never takes a new run for a replay. A DUPLICATE or STALE reply means the MCU did not
 //!   run the invocation: the release is logged, journaled (`mcu_rejected`) and counted in
 //!   `rejected_releases`, never scored; after STALE the next release carries a newer epoch.
-//! * **The MCU goes away.** The socket endpoint reconnects by itself (the next call at once, then
-//!   50 ms doubling to 2 s); meanwhile `qf status` shows the MCU down with the reason, the journal
-//!   has `mcu_down` / `mcu_up`, and moves to the MCU fail destination admission.
+//! * **The MCU goes away.** Every MCU endpoint (socket, `rpmsg_char`, `/dev/qfabricN`, serial
+//!   line) reconnects by itself (`qf_execution::reconnect`: the next call at once, then 50 ms
+//!   doubling to 2 s); meanwhile `qf status` shows the MCU down with the reason, the journal has
+//!   `mcu_down` / `mcu_up` (and the reason in `start` when it is down from the start), and moves
+//!   to the MCU fail destination admission.
 //! * **A crash or a full disk mid-append.** The torn last record is cut off at the next start,
 //!   saved to `JOURNAL.torn-SECONDS` and the cut journaled; a damaged record anywhere else still
 //!   refuses to start (see `qf_evidence::journal`).
@@ -72,7 +74,7 @@ use qf_execution::workload::{encode_request, outcome_ok, random_request, task_by
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -283,14 +285,33 @@ fn answer(stream: UnixStream, status: &Mutex<Status>) -> std::io::Result<()> {
 
 /// Asks a running daemon for its status.
 pub fn query_status(socket: &Path) -> Result<Status> {
+    query_status_within(socket, Duration::from_secs(5))
+}
+
+/// Asks a running daemon for its status, waiting at most `timeout` for the answer.
+pub fn query_status_within(socket: &Path, timeout: Duration) -> Result<Status> {
     let mut stream = UnixStream::connect(socket)
         .with_context(|| format!("connecting to qfabricd at {}", socket.display()))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.write_all(b"status\n")?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream
+        .write_all(b"status\n")
+        .with_context(|| format!("asking qfabricd at {} for its status", socket.display()))?;
     let mut reply = String::new();
-    BufReader::new(&stream)
-        .read_line(&mut reply)
-        .context("reading the status reply")?;
+    match BufReader::new(&stream).read_line(&mut reply) {
+        Ok(_) => {}
+        // A read time-out surfaces as EAGAIN ("Resource temporarily unavailable"): say what it is.
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            anyhow::bail!(
+                "qfabricd at {} accepted but did not answer within {} ms",
+                socket.display(),
+                timeout.as_millis()
+            )
+        }
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("reading the status reply from {}", socket.display()))
+        }
+    }
     serde_json::from_str(&reply)
         .with_context(|| format!("status reply from {}: {}", socket.display(), reply.trim()))
 }
@@ -396,17 +417,18 @@ impl Daemon {
         let program = executor_path(config.executor.as_deref())?;
         let linux: Box<dyn Domain> =
             Box::new(LinuxExecutor::spawn(&program, config.caller.scheduling())?);
-        let mut mcu: Option<Box<dyn Domain>> = match endpoint
+        let mut mcu: Option<Box<dyn Domain>> = endpoint
             .map(|e| e.open_reconnecting(Duration::from_secs(5)))
-        {
-            Some(Ok(domain)) => Some(domain),
-            Some(Err(error)) => {
-                eprintln!("qfabricd: MCU endpoint unavailable ({error:#}); moves to the MCU will fail destination admission");
-                None
-            }
-            None => None,
-        };
+            .transpose()?;
         let mcu_available = mcu.as_mut().is_some_and(|m| m.check_available());
+        let mcu_down_reason = match &mcu {
+            Some(m) if !mcu_available => Some(mcu_down_reason(m.as_ref())),
+            Some(_) => None,
+            None => Some("no MCU endpoint is configured (mcu_socket, mcu_rpmsg or mcu_dev)".into()),
+        };
+        if let (Some(reason), Some(_)) = (&mcu_down_reason, &mcu) {
+            eprintln!("qfabricd: the MCU endpoint is down ({reason}); moves to the MCU fail destination admission until it is up");
+        }
         let mut controller = controller;
         controller.set_domain_available(DomainId::Mcu, mcu_available);
         journal.append(&serde_json::json!({
@@ -416,6 +438,7 @@ impl Daemon {
             "graph_deadline_us": controller.graph_deadline_us(),
             "placement": chain.start_placement(),
             "mcu_available": mcu_available,
+            "mcu_down_reason": mcu_down_reason,
             "epoch_base": session.base(),
         }))?;
         let status = Status {
@@ -424,6 +447,7 @@ impl Daemon {
             journal: config.journal.clone(),
             graph_deadline_us: controller.graph_deadline_us(),
             mcu_available,
+            mcu_down_reason,
             wire_epoch: session.epoch(0),
             journal_records: journal.records(),
             journal_head: journal.head().to_owned(),

@@ -203,3 +203,22 @@ fn a_configuration_naming_two_mcu_endpoints_is_refused_by_name() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A status socket that accepts and never answers: `qf status` said "reading the status reply:
+/// Resource temporarily unavailable (os error 11)".
+#[test]
+fn a_status_socket_that_does_not_answer_is_a_time_out_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hung.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let error = format!(
+        "{:#}",
+        qf_agent::daemon::query_status_within(&path, Duration::from_millis(100)).unwrap_err()
+    );
+    drop(listener);
+    assert!(
+        error.contains("did not answer within 100 ms") && error.contains("hung.sock"),
+        "{error}"
+    );
+    assert!(!error.contains("os error"), "{error}");
+}

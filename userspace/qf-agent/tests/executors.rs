@@ -198,7 +198,7 @@ fn a_short_profile_keeps_raw_observations_and_writes_traces() {
     // The report regenerates the Eq. 1 decomposition from the raw observations alone.
     let report = qf_agent::cli::report::ReportArgs {
         dir: dir.path().to_owned(),
-        resamples: 50,
+        resamples: 100,
         block: 50,
         seed: 1,
         quiet: true,

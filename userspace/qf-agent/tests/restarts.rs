@@ -44,6 +44,44 @@ fn every_new_qf_run_client_is_served() {
     assert_eq!(emulator.mcu.stats().rejected, 0);
 }
 
+/// Moves `task`'s replay window on the MCU at `mcu` to `epoch`, as another client would.
+fn another_client_at(mcu: &std::path::Path, task: qf_tasks::Task, epoch: u32) {
+    use qf_execution::domain::{Domain, McuSocket};
+    use qf_execution::workload::{encode_request, random_request};
+    let mut frame = [0u8; qf_abi::MAX_FRAME_LEN];
+    let len = encode_request(task, &random_request(task, 1), 1, epoch, &mut frame).unwrap();
+    let mut socket = McuSocket::connect(mcu, Duration::from_secs(5)).unwrap();
+    socket.invoke(&frame[..len]).unwrap();
+}
+
+/// `qf run` against an MCU another client moved past its epoch: it re-establishes its session
+/// and sends once more (the wall clock's next second is enough against a client that started a
+/// second later); against one far ahead, the retry is refused too, and `qf run` fails saying
+/// so after exactly two requests, printing no result. Before, one STALE was an error at once.
+#[test]
+fn qf_run_retries_a_stale_reply_once_in_a_new_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcu.sock");
+    let emulator = Emulator::serve(&path);
+    let next_second = qf_execution::session::Session::from_clock().epoch(0) + 1;
+    another_client_at(&path, qf_tasks::Task::Add, next_second);
+    let printed = run_args(&path).execute().unwrap();
+    assert_eq!(printed["status"], "ok", "{printed}");
+    assert_eq!(printed["result"]["value"], 42, "{printed}");
+    assert!(printed["epoch"].as_u64() >= Some(u64::from(next_second)));
+    // The first attempt was refused unless the clock itself reached the next second first.
+    let rejected = emulator.mcu.stats().rejected;
+    assert_eq!(rejected, u64::from(printed["stale_retry"].is_object()));
+
+    another_client_at(&path, qf_tasks::Task::Add, u32::MAX - 1);
+    let error = format!("{:#}", run_args(&path).execute().unwrap_err());
+    assert!(
+        error.contains("stale twice") && error.contains("did not run"),
+        "{error}"
+    );
+    assert_eq!(emulator.mcu.stats().rejected, rejected + 2);
+}
+
 fn run_daemon(config: &std::path::Path, observations: u32) {
     let status = Command::new(env!("CARGO_BIN_EXE_qfabricd"))
         .arg("--config")
@@ -94,16 +132,7 @@ fn refused_releases_are_never_scored_as_misses() {
     let mcu = root.join("mcu.sock");
     let emulator = Emulator::serve(&mcu);
     // Another client takes the `fir_x64` window to an epoch the daemon never reaches.
-    {
-        use qf_execution::domain::{Domain, McuSocket};
-        use qf_execution::workload::{encode_request, random_request};
-        let task = qf_tasks::Task::FirX64;
-        let mut frame = [0u8; qf_abi::MAX_FRAME_LEN];
-        let len =
-            encode_request(task, &random_request(task, 1), 1, u32::MAX - 1, &mut frame).unwrap();
-        let mut socket = McuSocket::connect(&mcu, Duration::from_secs(5)).unwrap();
-        socket.invoke(&frame[..len]).unwrap();
-    }
+    another_client_at(&mcu, qf_tasks::Task::FirX64, u32::MAX - 1);
     let config = write_config(
         root,
         "mcu",
@@ -164,6 +193,56 @@ fn the_daemon_reconnects_to_a_restarted_mcu() {
         .collect();
     assert_eq!(events, ["mcu_down", "mcu_up"], "{events:?}");
     assert_eq!(second.mcu.stats().rejected, 0);
+}
+
+/// A daemon on the board's `rpmsg_char` (`mcu_rpmsg = true`) whose MCU channel is not there:
+/// the endpoint is kept and reported down with the reason (status and the journal's `start`)
+/// until the channel appears. Before, the rpmsg endpoint was opened once: missing at start, the
+/// MCU stayed gone for the whole run with no reason given; gone later, it never came back. (No
+/// rpmsg bus on a host: the reconnection itself is `qf-execution`'s `tests/rpmsg_reconnect.rs`.)
+#[test]
+fn a_daemon_on_rpmsg_without_a_channel_reports_the_mcu_down_with_the_reason() {
+    if std::path::Path::new("/sys/bus/rpmsg/devices").exists() {
+        return; // a machine with an rpmsg bus: what it says depends on its MCU
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = write_config(root, "linux", "mcu_rpmsg = true\n", "");
+    let daemon = spawn_daemon(&config);
+    let socket = root.join("run/qfabricd.sock");
+    wait_for(Duration::from_secs(30), "a few releases", || {
+        query_status(&socket).is_ok_and(|s| s.observations > 5)
+    });
+    let status = query_status(&socket).unwrap();
+    stop_daemon(daemon);
+    assert!(!status.mcu_available);
+    let reason = status.mcu_down_reason.unwrap_or_default();
+    assert!(reason.contains("/sys/bus/rpmsg/devices"), "{reason}");
+    let entries = journal_entries(&root.join("state/decisions.jsonl"));
+    let start = entries.iter().find(|e| e["event"] == "start").unwrap();
+    assert_eq!(start["mcu_available"], false);
+    assert!(start["mcu_down_reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("rpmsg")));
+}
+
+/// Without an MCU endpoint, `qf status` said "MCU endpoint down" with no reason, as if one had
+/// failed; it now says none is configured.
+#[test]
+fn a_daemon_without_an_mcu_says_none_is_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = write_config(root, "linux", "", "");
+    let daemon = spawn_daemon(&config);
+    let socket = root.join("run/qfabricd.sock");
+    wait_for(Duration::from_secs(30), "a few releases", || {
+        query_status(&socket).is_ok_and(|s| s.observations > 5)
+    });
+    let status = query_status(&socket).unwrap();
+    stop_daemon(daemon);
+    assert!(!status.mcu_available);
+    let reason = status.mcu_down_reason.unwrap_or_default();
+    assert!(reason.contains("no MCU endpoint is configured"), "{reason}");
 }
 
 /// Two daemons given one journal both ran and broke the hash chain; the second now fails at

@@ -71,14 +71,31 @@ fn main() -> ExitCode {
 /// what a shell shows for a program the signal ended.
 const CLOSED_PIPE_STATUS: u8 = 141;
 
-/// True when `error` comes from writing to a closed pipe: the reader stopped reading, which
-/// deserves no message. Every subcommand gets this by writing its standard output with
-/// `writeln!(std::io::stdout().lock(), ..)?` (`println!` panics instead) and returning the
-/// `io::Error` in its `anyhow` chain.
+/// True when `error` comes from writing to a closed standard output: the reader stopped
+/// reading, which deserves no message. Every subcommand gets this by writing its standard output
+/// with `writeln!(std::io::stdout().lock(), ..)?` (`println!` panics instead) and returning the
+/// `io::Error` in its `anyhow` chain. A broken pipe elsewhere (the MCU's socket closed under
+/// `qf profile`) is an ordinary error: standard output itself must have lost its reader.
 fn is_closed_pipe(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
+    let broken_pipe = error.chain().any(|cause| {
         cause
             .downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    });
+    broken_pipe && stdout_has_no_reader()
+}
+
+/// Whether standard output is a pipe or socket whose reading end is gone (Linux polls the writing
+/// end of such a pipe as `POLLERR`, a socket as `POLLHUP` or `POLLERR`).
+fn stdout_has_no_reader() -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let stdout = std::io::stdout();
+    let mut fds = [PollFd::new(
+        std::os::fd::AsFd::as_fd(&stdout),
+        PollFlags::POLLOUT,
+    )];
+    poll(&mut fds, PollTimeout::ZERO).unwrap_or(0) > 0
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP))
 }

@@ -241,10 +241,12 @@ mod tests {
             let mcu = if load == "idle" { &fast } else { &slow };
             write(&d.join(trace_file_name("add", DomainId::Mcu)), &trace(mcu));
         }
-        let bootstrap = Bootstrap {
-            resamples: 200,
-            ..Bootstrap::default()
-        };
+        let bootstrap = Bootstrap::new(
+            200,
+            crate::stats::BOOTSTRAP_BLOCK,
+            crate::stats::DEFAULT_SEED,
+        )
+        .unwrap();
         let mut inputs = Vec::new();
         let table = boundary_table(&dir.join("traces"), bootstrap, &mut inputs)
             .unwrap()

@@ -9,14 +9,13 @@
 use crate::stats::percentile;
 use crate::traces::{trace_file_name, Sample, Trace};
 use anyhow::{Context, Result};
-use qf_abi::MAX_FRAME_LEN;
 use qf_decision::model::DomainId;
 use qf_execution::domain::{open_domain, Domain, McuEndpoint};
 use qf_execution::load::Load;
 use qf_execution::qfabric_dev::Split;
 use qf_execution::rt::{set_scheduling, CallerPolicy, Scheduling};
 use qf_execution::session::Session;
-use qf_execution::workload::{encode_request, outcome_ok, random_request};
+use qf_execution::workload::{outcome_ok, random_request};
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -98,22 +97,18 @@ fn profile_cell(
     next_id: &mut u64,
     session: &mut Session,
 ) -> Result<Vec<Observation>> {
-    let mut frame = [0u8; MAX_FRAME_LEN];
     let mut kept = Vec::with_capacity(spec.samples);
     for index in 0..spec.warmup + spec.samples {
         let request_id = *next_id;
         *next_id += 1;
         let request = random_request(task, spec.seed ^ request_id);
         // The request id numbers the sample (and seeds its input); the wire carries a session id
-        // no other client uses (see qf_execution::session).
-        let len = encode_request(
-            task,
-            &request,
-            session.next_id(),
-            session.epoch(0),
-            &mut frame,
-        )?;
-        let invocation = endpoint.invoke(&frame[..len])?;
+        // no other client uses (see qf_execution::session). A request the MCU refused without
+        // running it (STALE twice, DUPLICATE) stops the profile: it is no sample.
+        let invocation = session
+            .invoke(endpoint, task, &request)
+            .with_context(|| format!("sample {request_id} of `{}`", task.name()))?
+            .invocation;
         if index < spec.warmup {
             continue;
         }

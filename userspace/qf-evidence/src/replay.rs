@@ -102,6 +102,9 @@ impl ReplayInputs {
     ) -> Result<Self> {
         let mut inputs = Vec::new();
         let mut load_set = |dir: &Path| -> Result<Vec<[Option<Trace>; 2]>> {
+            if !dir.is_dir() {
+                anyhow::bail!("trace directory {} is not a directory", dir.display());
+            }
             let mut set = Vec::new();
             for task in &chain.task {
                 let mut pair = [None, None];

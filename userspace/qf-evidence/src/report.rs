@@ -118,7 +118,9 @@ pub fn generate(dir: &Path, bootstrap: Bootstrap, progress: bool) -> Result<Vec<
     let _ = writeln!(
         index,
         "({} resamples, block {}, seed {}).\n",
-        bootstrap.resamples, bootstrap.block, bootstrap.seed
+        bootstrap.resamples(),
+        bootstrap.block(),
+        bootstrap.seed()
     );
     for note in &notes {
         let _ = writeln!(index, "- Note: {note}");

@@ -38,14 +38,29 @@ pub struct Estimate {
     pub ci_high: f64,
 }
 
-/// Settings of the circular block bootstrap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Resamples a bootstrap takes: fewer than 100 give no meaningful 2.5 % / 97.5 % quantiles (and
+/// 0 no interval at all); more than 100 000 only cost time.
+pub const RESAMPLES: std::ops::RangeInclusive<usize> = 100..=100_000;
+/// Block lengths a bootstrap takes.
+pub const BLOCK: std::ops::RangeInclusive<usize> = 1..=100_000;
+
+/// Settings of the circular block bootstrap, valid by construction ([`Bootstrap::new`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bootstrap {
-    pub resamples: usize,
-    pub block: usize,
-    pub seed: u64,
+    resamples: usize,
+    block: usize,
+    seed: u64,
     /// Confidence level in per mille (950 = 95%), an integer so the settings hash and compare.
-    pub level_permille: u32,
+    level_permille: u32,
+}
+
+/// Bootstrap settings that cannot give an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BootstrapError {
+    #[error("{0} resamples: a bootstrap takes {min}..={max} (fewer give no meaningful 2.5 % and 97.5 % quantiles)", min = RESAMPLES.start(), max = RESAMPLES.end())]
+    Resamples(usize),
+    #[error("block length {0}: a bootstrap takes {min}..={max}", min = BLOCK.start(), max = BLOCK.end())]
+    Block(usize),
 }
 
 impl Default for Bootstrap {
@@ -60,6 +75,36 @@ impl Default for Bootstrap {
 }
 
 impl Bootstrap {
+    /// 95 % intervals from `resamples` resamples of blocks of `block` samples, seeded with `seed`;
+    /// counts outside [`RESAMPLES`] or [`BLOCK`] are refused (0 resamples used to be taken as one,
+    /// giving zero-width "intervals").
+    pub fn new(resamples: usize, block: usize, seed: u64) -> Result<Self, BootstrapError> {
+        if !RESAMPLES.contains(&resamples) {
+            return Err(BootstrapError::Resamples(resamples));
+        }
+        if !BLOCK.contains(&block) {
+            return Err(BootstrapError::Block(block));
+        }
+        Ok(Self {
+            resamples,
+            block,
+            seed,
+            level_permille: 950,
+        })
+    }
+
+    pub fn resamples(&self) -> usize {
+        self.resamples
+    }
+
+    pub fn block(&self) -> usize {
+        self.block
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// Percentile `q` of `values` with a percentile-method interval from circular block
     /// resamples. `None` for an empty sample.
     pub fn percentile_ci(&self, values: &[f64], q: f64) -> Option<Estimate> {
@@ -68,8 +113,8 @@ impl Bootstrap {
         let block = self.block.clamp(1, n);
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         let mut resample = Vec::with_capacity(n);
-        let mut statistics = Vec::with_capacity(self.resamples.max(1));
-        for _ in 0..self.resamples.max(1) {
+        let mut statistics = Vec::with_capacity(self.resamples);
+        for _ in 0..self.resamples {
             resample.clear();
             while resample.len() < n {
                 let start = rng.gen_range(0..n);
@@ -98,14 +143,32 @@ mod tests {
         let a = Bootstrap::default().percentile_ci(&values, 0.95).unwrap();
         let b = Bootstrap::default().percentile_ci(&values, 0.95).unwrap();
         assert_eq!(a, b);
-        let c = Bootstrap {
-            seed: 7,
-            ..Bootstrap::default()
-        }
-        .percentile_ci(&values, 0.95)
-        .unwrap();
+        let c = Bootstrap::new(BOOTSTRAP_RESAMPLES, BOOTSTRAP_BLOCK, 7)
+            .unwrap()
+            .percentile_ci(&values, 0.95)
+            .unwrap();
         assert_ne!((a.ci_low, a.ci_high), (c.ci_low, c.ci_high));
         assert!(a.ci_low <= a.value && a.value <= a.ci_high);
+    }
+
+    /// `qf report --resamples 0` took 0 as one resample: every "95 % interval" had zero width.
+    #[test]
+    fn settings_that_give_no_interval_are_refused() {
+        for resamples in [0, 1, 99, 100_001, usize::MAX] {
+            let error = Bootstrap::new(resamples, BOOTSTRAP_BLOCK, 1).unwrap_err();
+            assert_eq!(error, BootstrapError::Resamples(resamples));
+            assert!(error.to_string().starts_with(&format!(
+                "{resamples} resamples: a bootstrap takes 100..=100000"
+            )));
+        }
+        for block in [0, 100_001] {
+            let error = Bootstrap::new(BOOTSTRAP_RESAMPLES, block, 1).unwrap_err();
+            assert_eq!(error, BootstrapError::Block(block));
+        }
+        let fewest = Bootstrap::new(100, 1, 1).unwrap();
+        let values: Vec<f64> = (0..300).map(f64::from).collect();
+        let estimate = fewest.percentile_ci(&values, 0.95).unwrap();
+        assert!(estimate.ci_low < estimate.ci_high, "{estimate:?}");
     }
 
     /// Coverage on a known distribution: the p95 of Uniform(0, 1) is 0.95. Over many independent
@@ -118,12 +181,7 @@ mod tests {
         let mut covered = 0;
         for replication in 0..replications {
             let values: Vec<f64> = (0..400).map(|_| data_rng.gen::<f64>()).collect();
-            let bootstrap = Bootstrap {
-                resamples: 300,
-                block: 50,
-                seed: replication,
-                level_permille: 950,
-            };
+            let bootstrap = Bootstrap::new(300, 50, replication).unwrap();
             let estimate = bootstrap.percentile_ci(&values, 0.95).unwrap();
             if estimate.ci_low <= 0.95 && 0.95 <= estimate.ci_high {
                 covered += 1;

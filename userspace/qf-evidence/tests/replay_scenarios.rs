@@ -438,3 +438,23 @@ fn deadline_rule_from_idle_traces() {
         "{message}"
     );
 }
+
+/// `qf replay --traces /nonexistent` said "there is no trace stage.linux.csv", naming neither
+/// the directory nor that it is missing.
+#[test]
+fn a_missing_trace_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    for (traces, profile, idle) in [
+        (Some(missing.as_path()), None, None),
+        (Some(dir.path()), Some(missing.as_path()), None),
+        (Some(dir.path()), None, Some(missing.as_path())),
+    ] {
+        let error = ReplayInputs::load(pure_chain(), traces, profile, idle).unwrap_err();
+        let message = format!("{error:#}");
+        assert!(
+            message.contains(&*missing.to_string_lossy()) && message.contains("not a directory"),
+            "{message}"
+        );
+    }
+}

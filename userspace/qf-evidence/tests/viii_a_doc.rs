@@ -87,10 +87,12 @@ fn quoted_tables(doc: &str) -> Vec<(String, Vec<String>)> {
 fn every_table_the_doc_quotes_is_one_the_report_writes_with_the_same_columns() {
     let dir = tempfile::tempdir().unwrap();
     campaign(dir.path());
-    let bootstrap = Bootstrap {
-        resamples: 100,
-        ..Bootstrap::default()
-    };
+    let bootstrap = Bootstrap::new(
+        100,
+        qf_evidence::stats::BOOTSTRAP_BLOCK,
+        qf_evidence::stats::DEFAULT_SEED,
+    )
+    .unwrap();
     generate(dir.path(), bootstrap, false).unwrap();
 
     let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/viii-a.md");

@@ -12,10 +12,12 @@
 //!   [`crate::serial`].
 //!
 //! The first two and the serial line use the framing of [`crate::wire`]; the last three are one
-//! [`McuChannel`] over three [`McuTransport`]s.
+//! [`McuChannel`] over three [`McuTransport`]s. The four MCU endpoints reconnect by themselves
+//! after the MCU went away, by one rule ([`crate::reconnect`]).
 
 use crate::qfabric_dev::{monotonic_ns, DevError, Device, Split};
-use crate::rpmsg_char::Endpoint;
+use crate::reconnect::{hung_up, Reconnecting};
+use crate::rpmsg_char::{Endpoint, Eptdev};
 use crate::rt::{set_scheduling, Scheduling};
 use crate::serial::SerialLine;
 use crate::wire::{read_message, split_reply, write_message, MAX_MESSAGE_LEN};
@@ -242,22 +244,22 @@ impl McuEndpoint {
         })
     }
 
-    /// Connects, or for a socket, the kernel device or a serial device returns an endpoint that
-    /// keeps reconnecting even if the first attempt fails (a daemon's MCU, which may start later
-    /// or restart); rpmsg_char endpoints are opened once.
+    /// An endpoint that keeps reconnecting with bounded backoff ([`Reconnecting`]) even if the
+    /// first attempt fails (a daemon's MCU, which may start later or restart); every reply is
+    /// awaited at most `timeout`. Only a serial baud rate no tty takes is an error here.
     pub fn open_reconnecting(&self, timeout: Duration) -> Result<Box<dyn Domain>> {
-        match self {
-            McuEndpoint::Socket(path) => Ok(Box::new(McuSocket::reconnecting(path, timeout))),
-            McuEndpoint::Kernel(path) => Ok(Box::new(McuChannel::new(
+        Ok(match self {
+            McuEndpoint::Socket(path) => Box::new(McuSocket::reconnecting(path, timeout)),
+            McuEndpoint::Rpmsg => Box::new(McuChannel::new(RpmsgChar::reconnecting(), timeout)),
+            McuEndpoint::Kernel(path) => Box::new(McuChannel::new(
                 KernelDevice::reconnecting(path.as_deref()),
                 timeout,
-            ))),
-            McuEndpoint::Serial { device, baud } => Ok(Box::new(McuChannel::new(
+            )),
+            McuEndpoint::Serial { device, baud } => Box::new(McuChannel::new(
                 SerialLine::reconnecting(device, *baud)?,
                 timeout,
-            ))),
-            _ => self.open(timeout),
-        }
+            )),
+        })
     }
 
     /// Connects; every reply is awaited at most `timeout`.
@@ -290,105 +292,51 @@ pub fn open_domain(
 }
 
 /// An MCU endpoint on a Unix stream socket (e.g. `qf-mcu-emu --unix-socket PATH`) that
-/// reconnects by itself.
+/// reconnects by itself ([`Reconnecting`]).
 ///
 /// Any failure (the peer closed, a write or read error, no reply within the time-out, bytes
 /// arriving unasked) drops the connection, since a late reply would otherwise be read as the
-/// answer to the next request. The next call connects again at once; while that keeps failing,
-/// attempts are spaced by a doubling backoff from 50 ms up to [`MAX_BACKOFF`], and calls in
-/// between fail at once naming the endpoint. A failed request is never repeated (the MCU may
-/// have run it).
+/// answer to the next request. A failed request is never repeated (the MCU may have run it).
 #[derive(Debug)]
 pub struct McuSocket {
-    stream: Option<UnixStream>,
-    path: PathBuf,
-    timeout: Duration,
-    /// Consecutive failed connection attempts (0 while connected or before the first retry).
-    failures: u32,
-    /// No connection attempt before this instant.
-    retry_at: Instant,
-    /// Why the endpoint is down, for the next error.
-    last_error: Option<String>,
+    stream: Reconnecting<UnixStream>,
 }
-
-/// Longest wait between two connection attempts.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
-const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 
 impl McuSocket {
     /// Connects, with `timeout` on every read so a silent endpoint is an error, not a hang.
     pub fn connect(path: &Path, timeout: Duration) -> Result<Self> {
-        let mut socket = Self::reconnecting(path, timeout);
-        if socket.stream.is_none() {
-            bail!(
-                "connecting to the MCU endpoint {}: {}",
-                path.display(),
-                socket.last_error.take().unwrap_or_default()
-            );
-        }
-        Ok(socket)
+        let (what, open) = Self::opener(path, timeout);
+        Ok(Self {
+            stream: Reconnecting::connect(what, open)?,
+        })
     }
 
     /// Tries to connect once and returns the endpoint either way; a down endpoint is retried
-    /// by later calls (see the type's documentation).
+    /// by later calls.
     pub fn reconnecting(path: &Path, timeout: Duration) -> Self {
-        let mut socket = Self {
-            stream: None,
-            path: path.to_owned(),
-            timeout,
-            failures: 0,
-            retry_at: Instant::now(),
-            last_error: None,
+        let (what, open) = Self::opener(path, timeout);
+        Self {
+            stream: Reconnecting::new(what, open),
+        }
+    }
+
+    fn opener(
+        path: &Path,
+        timeout: Duration,
+    ) -> (String, impl FnMut() -> Result<UnixStream> + Send + 'static) {
+        let path = path.to_owned();
+        let what = format!("the MCU endpoint {}", path.display());
+        let open = move || {
+            UnixStream::connect(&path)
+                .and_then(|s| s.set_read_timeout(Some(timeout)).map(|()| s))
+                .with_context(|| format!("connecting to the MCU endpoint {}", path.display()))
         };
-        let _ = socket.stream();
-        socket
+        (what, open)
     }
 
     /// Whether a connection is open now.
     pub fn connected(&self) -> bool {
-        self.stream.is_some()
-    }
-
-    fn lose(&mut self, why: String) {
-        self.stream = None;
-        self.last_error = Some(why);
-    }
-
-    /// The open connection, connecting first if the backoff allows.
-    fn stream(&mut self) -> Result<&UnixStream> {
-        if self.stream.is_none() {
-            let now = Instant::now();
-            if now < self.retry_at {
-                bail!(
-                    "the MCU endpoint {} is down ({}); next connection attempt in {} ms",
-                    self.path.display(),
-                    self.last_error.as_deref().unwrap_or("not connected"),
-                    (self.retry_at - now).as_millis()
-                );
-            }
-            let connected = UnixStream::connect(&self.path)
-                .and_then(|s| s.set_read_timeout(Some(self.timeout)).map(|()| s));
-            match connected {
-                Ok(stream) => {
-                    self.stream = Some(stream);
-                    self.failures = 0;
-                    self.last_error = None;
-                }
-                Err(error) => {
-                    let delay = FIRST_BACKOFF
-                        .saturating_mul(1 << self.failures.min(16))
-                        .min(MAX_BACKOFF);
-                    self.failures = self.failures.saturating_add(1);
-                    self.retry_at = now + delay;
-                    self.last_error = Some(format!("connecting: {error}"));
-                    bail!(
-                        "connecting to the MCU endpoint {}: {error}",
-                        self.path.display()
-                    );
-                }
-            }
-        }
-        self.stream.as_ref().context("the MCU endpoint is closed")
+        self.stream.is_open()
     }
 }
 
@@ -398,45 +346,44 @@ impl Domain for McuSocket {
     }
 
     fn invoke(&mut self, request: &[u8]) -> Result<Invocation> {
-        let what = format!("the MCU endpoint {}", self.path.display());
-        let stream = self.stream()?;
+        let what = self.stream.what().to_owned();
+        let stream = &*self.stream.link()?;
         let (mut reader, mut writer) = (stream, stream);
         let result = exchange(&mut reader, &mut writer, request, &what);
         if let Err(error) = &result {
-            self.lose(format!("{error:#}"));
+            self.stream.lose(format!("{error:#}"));
         }
         result
     }
 
     fn check_available(&mut self) -> bool {
-        if let Some(stream) = &self.stream {
-            // Between calls nothing may arrive: readable means the peer closed (or sent bytes
-            // unasked, which would desynchronise the next reply); either way, start afresh.
+        // Between calls nothing may arrive: readable means the peer closed (or sent bytes
+        // unasked, which would desynchronise the next reply); either way, start afresh.
+        self.stream.check(|stream| {
             let mut fds = [nix::poll::PollFd::new(
-                std::os::fd::AsFd::as_fd(stream),
+                std::os::fd::AsFd::as_fd(&*stream),
                 nix::poll::PollFlags::POLLIN,
             )];
-            if nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).unwrap_or(0) > 0 {
-                use nix::sys::socket::{recv, MsgFlags};
-                let mut byte = [0u8; 1];
-                let peeked = recv(
-                    std::os::fd::AsRawFd::as_raw_fd(stream),
-                    &mut byte,
-                    MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
-                );
-                let why = match peeked {
-                    Ok(0) => "the endpoint closed the connection".to_owned(),
-                    Ok(_) => "bytes arrived unasked".to_owned(),
-                    Err(e) => e.to_string(),
-                };
-                self.lose(why);
+            if nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).unwrap_or(0) == 0 {
+                return None;
             }
-        }
-        self.stream().is_ok()
+            use nix::sys::socket::{recv, MsgFlags};
+            let mut byte = [0u8; 1];
+            let peeked = recv(
+                std::os::fd::AsRawFd::as_raw_fd(&*stream),
+                &mut byte,
+                MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
+            );
+            Some(match peeked {
+                Ok(0) => "the endpoint closed the connection".to_owned(),
+                Ok(_) => "bytes arrived unasked".to_owned(),
+                Err(e) => e.to_string(),
+            })
+        })
     }
 
     fn down_reason(&self) -> Option<String> {
-        self.last_error.clone()
+        self.stream.down_reason()
     }
 }
 
@@ -587,45 +534,105 @@ impl McuTransport for SerialLine {
 }
 
 /// An `rpmsg_char` endpoint as a transport: the reply is the next message carrying the
-/// request's invocation id; other messages before it (a resident chain's results) are skipped.
-pub struct RpmsgChar {
-    /// `None` only while dropping (destroying the endpoint consumes it).
-    endpoint: Option<Endpoint>,
+/// request's invocation id; other messages before it (a resident chain's results) are skipped,
+/// and so is a late reply to a request that timed out.
+///
+/// When the channel goes away (the MCU crashed or stopped: `rpmsg_char` then answers `EPIPE`
+/// and polls `POLLERR`), the endpoint is dropped and a new one created, with bounded backoff
+/// ([`Reconnecting`]), once the MCU announces its channel again; the failed request is not
+/// repeated. `E` is [`Endpoint`] on a board; host tests put an emulated endpoint device there.
+pub struct RpmsgChar<E: Eptdev = Endpoint> {
+    endpoint: Reconnecting<E>,
 }
 
 impl RpmsgChar {
     /// Creates a fresh endpoint to the channel.
     pub fn open() -> Result<Self> {
         Ok(Self {
-            endpoint: Some(Endpoint::open_qfabric()?),
+            endpoint: Reconnecting::connect(RPMSG_WHAT, Endpoint::open_qfabric)?,
         })
     }
 
-    fn endpoint(&mut self) -> Result<&mut Endpoint> {
-        self.endpoint
-            .as_mut()
-            .context("the rpmsg endpoint is closing")
+    /// Tries to create an endpoint and returns the transport either way; a channel that is not
+    /// there (yet) is tried again by later calls.
+    pub fn reconnecting() -> Self {
+        Self::with_opener(Endpoint::open_qfabric)
     }
 }
 
-impl McuTransport for RpmsgChar {
+/// What an rpmsg_char transport reaches, in messages.
+const RPMSG_WHAT: &str = "the MCU's rpmsg channel";
+
+impl<E: Eptdev> RpmsgChar<E> {
+    /// A transport whose endpoints `open` creates (tried once now, again after a loss).
+    pub fn with_opener(open: impl FnMut() -> Result<E> + Send + 'static) -> Self {
+        Self {
+            endpoint: Reconnecting::new(RPMSG_WHAT, open),
+        }
+    }
+
+    /// `error` from the endpoint at `path` as this call's error; an error that says the channel
+    /// went away drops the endpoint (without destroying it: the kernel already did).
+    fn failed(&mut self, error: std::io::Error, doing: &str, path: &Path) -> anyhow::Error {
+        if rpmsg_gone(&error) {
+            let why = format!("the channel behind {} went away ({error})", path.display());
+            self.endpoint.lose(why.clone());
+            anyhow::anyhow!("{doing} {}: {why}", path.display())
+        } else {
+            anyhow::anyhow!("{doing} {}: {error}", path.display())
+        }
+    }
+}
+
+/// Whether an `rpmsg_char` error means the endpoint's channel is gone: `EPIPE` (read, write or
+/// `POLLERR` once the channel was removed), `ENODEV`, `ENXIO` or `ESHUTDOWN`.
+pub fn rpmsg_gone(error: &std::io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EPIPE | libc::ENODEV | libc::ENXIO | libc::ESHUTDOWN)
+    )
+}
+
+impl<E: Eptdev> McuTransport for RpmsgChar<E> {
+    /// Up while the endpoint is open and its channel there, or when a new one could be created.
+    fn check_available(&mut self) -> bool {
+        self.endpoint.check(|endpoint| {
+            endpoint
+                .hung_up()
+                .then(|| format!("the channel behind {} went away", endpoint.path().display()))
+        })
+    }
+
+    fn down_reason(&self) -> Option<String> {
+        self.endpoint.down_reason()
+    }
+
     fn round_trip(
         &mut self,
         request: &[u8],
         response: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
     ) -> Result<(usize, Option<Split>)> {
-        let endpoint = self.endpoint()?;
         let awaited = qf_abi::decode_frame(request)
             .map(|frame| frame.header.invocation_id)
             .ok();
         let start = Instant::now();
-        endpoint
-            .send(request)
-            .with_context(|| format!("sending a request on {}", endpoint.path.display()))?;
+        let endpoint = self.endpoint.link()?;
+        let path = endpoint.path().to_owned();
+        if let Err(error) = endpoint.send(request) {
+            return Err(self.failed(error, "sending a request on", &path));
+        }
         loop {
             let left = timeout.saturating_sub(start.elapsed());
-            let len = endpoint.recv(response, left)?;
+            let len = match self.endpoint.link()?.try_recv(response, left) {
+                Ok(Some(len)) => len,
+                Ok(None) => bail!(
+                    "no reply on {} within {} ms",
+                    path.display(),
+                    timeout.as_millis()
+                ),
+                Err(error) => return Err(self.failed(error, "reading the reply on", &path)),
+            };
             let id = qf_abi::decode_frame(&response[..len])
                 .map(|frame| frame.header.invocation_id)
                 .ok();
@@ -643,14 +650,16 @@ impl McuTransport for RpmsgChar {
         timeout: Duration,
     ) -> Result<Option<(usize, Option<u64>)>> {
         // rpmsg_char does not say when the kernel had the message.
-        Ok(self
-            .endpoint()?
-            .try_recv(buf, timeout)?
-            .map(|len| (len, None)))
+        let endpoint = self.endpoint.link()?;
+        let path = endpoint.path().to_owned();
+        match endpoint.try_recv(buf, timeout) {
+            Ok(received) => Ok(received.map(|len| (len, None))),
+            Err(error) => Err(self.failed(error, "reading", &path)),
+        }
     }
 }
 
-impl Drop for RpmsgChar {
+impl<E: Eptdev> Drop for RpmsgChar<E> {
     fn drop(&mut self) {
         if let Some(endpoint) = self.endpoint.take() {
             if let Err(error) = endpoint.destroy() {
@@ -661,58 +670,51 @@ impl Drop for RpmsgChar {
 }
 
 /// The kernel device as a transport: the kernel matches the reply to this caller. When the
-/// channel went away (the MCU crashed or stopped), the call fails and the next one opens the
-/// device again, which the kernel creates anew once the MCU announces its channel again; the
-/// failed request is not repeated (the crashed MCU may have run it).
+/// channel went away (the MCU crashed or stopped: `ENODEV`, end of file, `POLLHUP`), the device
+/// is closed and opened again, with bounded backoff ([`Reconnecting`]), once the kernel creates
+/// it anew for the MCU's new channel; the failed request is not repeated (the crashed MCU may
+/// have run it).
 pub struct KernelDevice {
-    /// The device asked for; `None`: the first `/dev/qfabricN`.
-    path: Option<PathBuf>,
-    /// `None` after the channel went away.
-    device: Option<Device>,
-    /// Why the device could not be opened the last time it was checked.
-    last_error: Option<String>,
+    device: Reconnecting<Device>,
 }
 
 impl KernelDevice {
     /// Tries to open `path` (or the first `/dev/qfabricN`) and returns the transport either way;
     /// a missing device is opened by a later call.
     pub fn reconnecting(path: Option<&Path>) -> Self {
-        let mut kernel = KernelDevice {
-            path: path.map(Path::to_owned),
-            device: None,
-            last_error: None,
-        };
-        kernel.check_available();
-        kernel
+        let (what, open) = Self::opener(path);
+        KernelDevice {
+            device: Reconnecting::new(what, open),
+        }
     }
 
     pub fn open(path: Option<&Path>) -> Result<Self> {
-        let mut kernel = KernelDevice {
-            path: path.map(Path::to_owned),
-            device: None,
-            last_error: None,
-        };
-        kernel.device()?;
-        Ok(kernel)
+        let (what, open) = Self::opener(path);
+        Ok(KernelDevice {
+            device: Reconnecting::connect(what, open)?,
+        })
     }
 
-    /// The open device, opened again if the channel went away.
-    fn device(&mut self) -> Result<&Device> {
-        if self.device.is_none() {
-            let device = match &self.path {
+    fn opener(path: Option<&Path>) -> (String, impl FnMut() -> Result<Device> + Send + 'static) {
+        let path = path.map(Path::to_owned);
+        let what = match &path {
+            Some(path) => format!("the kernel device {}", path.display()),
+            None => "the first /dev/qfabricN".to_owned(),
+        };
+        let open = move || {
+            Ok(match &path {
                 Some(path) => Device::open(path)?,
                 None => Device::find()?,
-            };
-            self.device = Some(device);
-        }
-        self.device.as_ref().context("the kernel device is closed")
+            })
+        };
+        (what, open)
     }
 
     /// Keeps the device unless `result` says its channel went away.
     fn check<T>(&mut self, result: Result<T, DevError>) -> Result<T> {
         if let Err(error) = &result {
             if channel_gone(error) {
-                self.device = None;
+                self.device.lose(error.to_string());
             }
         }
         Ok(result?)
@@ -726,22 +728,21 @@ pub fn channel_gone(error: &DevError) -> bool {
 }
 
 impl McuTransport for KernelDevice {
-    /// Up while the device is open, or when it opens again (the MCU announced its channel).
+    /// Up while the device is open and its channel there, or when it opens again (the MCU
+    /// announced its channel).
     fn check_available(&mut self) -> bool {
-        match self.device() {
-            Ok(_) => {
-                self.last_error = None;
-                true
-            }
-            Err(error) => {
-                self.last_error = Some(format!("{error:#}"));
-                false
-            }
-        }
+        self.device.check(|device| {
+            hung_up(std::os::fd::AsFd::as_fd(&*device)).then(|| {
+                format!(
+                    "the channel behind {} went away (POLLHUP)",
+                    device.path().display()
+                )
+            })
+        })
     }
 
     fn down_reason(&self) -> Option<String> {
-        self.last_error.clone()
+        self.device.down_reason()
     }
 
     fn round_trip(
@@ -750,7 +751,7 @@ impl McuTransport for KernelDevice {
         response: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
     ) -> Result<(usize, Option<Split>)> {
-        let device = self.device()?;
+        let device = self.device.link()?;
         let start_ns = monotonic_ns();
         let result = device.invoke_into(request, response, timeout);
         let end_ns = monotonic_ns();
@@ -763,7 +764,7 @@ impl McuTransport for KernelDevice {
         buf: &mut [u8; MAX_FRAME_LEN],
         timeout: Duration,
     ) -> Result<Option<(usize, Option<u64>)>> {
-        let result = self.device()?.recv_stamped(buf, timeout);
+        let result = self.device.link()?.recv_stamped(buf, timeout);
         Ok(self
             .check(result)?
             .map(|(len, received_ns)| (len, Some(received_ns))))
@@ -930,11 +931,7 @@ mod tests {
         }
         // A closed transport opens its device again on the next call, naming it if it cannot.
         let missing = std::env::temp_dir().join(format!("qfabric-gone-{}", std::process::id()));
-        let mut transport = KernelDevice {
-            path: Some(missing.clone()),
-            device: None,
-            last_error: None,
-        };
+        let mut transport = KernelDevice::reconnecting(Some(&missing));
         // A vanished device is reported down, with the reason, until it opens again.
         assert!(!transport.check_available());
         assert!(transport

@@ -4,6 +4,8 @@
 //!   [`executor`], and the MCU endpoint on a Unix socket, through Linux's rpmsg_char
 //!   ([`rpmsg_char`]), through the kernel dispatch device `/dev/qfabricN` ([`qfabric_dev`]) or
 //!   on a serial line ([`serial`]);
+//! * [`reconnect`]: reconnecting with bounded backoff, one rule for every MCU endpoint that can
+//!   go away;
 //! * [`wire`]: the stream framing (a u16 big-endian length prefix, one frame, and on replies an
 //!   optional 8-byte compute trailer), and its resynchronisation on a serial line;
 //! * [`rt`]: caller policies and Linux scheduling classes;
@@ -20,6 +22,7 @@ pub mod domain;
 pub mod executor;
 pub mod load;
 pub mod qfabric_dev;
+pub mod reconnect;
 pub mod rpmsg_char;
 pub mod rt;
 pub mod serial;

@@ -6,7 +6,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -105,37 +105,69 @@ impl Endpoint {
 
     /// Receives one message, waiting at most `timeout`; no message in time is an error.
     pub fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize> {
-        self.try_recv(buf, timeout)?
+        Eptdev::try_recv(self, buf, timeout)
+            .with_context(|| format!("reading {}", self.path.display()))?
             .with_context(|| format!("no reply within {} ms", timeout.as_millis()))
     }
 
-    /// Receives one message, waiting at most `timeout`; `None` if none came.
-    pub fn try_recv(&mut self, buf: &mut [u8], timeout: Duration) -> Result<Option<usize>> {
+    /// Destroys the endpoint (its /dev node goes away).
+    pub fn destroy(self) -> Result<()> {
+        Eptdev::destroy(self)
+    }
+}
+
+/// One rpmsg endpoint device as [`crate::domain::RpmsgChar`] uses it: [`Endpoint`] on a board;
+/// host tests emulate one (the reconnection is tested there, no rpmsg bus being on a host).
+pub trait Eptdev: Send {
+    /// The endpoint's device node, for messages.
+    fn path(&self) -> &Path;
+    /// Sends one message; `EPIPE` once the channel went away.
+    fn send(&mut self, message: &[u8]) -> std::io::Result<()>;
+    /// Receives one message, waiting at most `timeout`; `None` if none came, `EPIPE` once the
+    /// channel went away.
+    fn try_recv(&mut self, buf: &mut [u8], timeout: Duration) -> std::io::Result<Option<usize>>;
+    /// Whether the channel went away (`rpmsg_char` polls `POLLERR` then), asked between calls.
+    fn hung_up(&self) -> bool;
+    /// Destroys a live endpoint (not one whose channel went away: the kernel did that).
+    fn destroy(self) -> Result<()>;
+}
+
+impl Eptdev for Endpoint {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn send(&mut self, message: &[u8]) -> std::io::Result<()> {
+        Endpoint::send(self, message)
+    }
+
+    fn try_recv(&mut self, buf: &mut [u8], timeout: Duration) -> std::io::Result<Option<usize>> {
         let mut pfd = libc::pollfd {
             fd: self.file.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
         // SAFETY: one valid pollfd.
-        let rc = unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as libc::c_int) };
+        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
         if rc < 0 {
-            bail!(
-                "poll {}: {}",
-                self.path.display(),
-                std::io::Error::last_os_error()
-            );
+            return Err(std::io::Error::last_os_error());
         }
         if rc == 0 {
             return Ok(None);
         }
-        self.file
-            .read(buf)
-            .map(Some)
-            .with_context(|| format!("read {}", self.path.display()))
+        // rpmsg_char polls POLLERR (and nothing else) once the channel is gone.
+        if pfd.revents & libc::POLLIN == 0 && pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EPIPE));
+        }
+        self.file.read(buf).map(Some)
     }
 
-    /// Destroys the endpoint (its /dev node goes away).
-    pub fn destroy(self) -> Result<()> {
+    fn hung_up(&self) -> bool {
+        crate::reconnect::hung_up(self.file.as_fd())
+    }
+
+    fn destroy(self) -> Result<()> {
         // SAFETY: a plain ioctl without argument on our open endpoint.
         let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), RPMSG_DESTROY_EPT_IOCTL as _) };
         if rc != 0 {

@@ -61,6 +61,15 @@ pub enum Scheduling {
     Fifo(i32),
 }
 
+impl std::fmt::Display for Scheduling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scheduling::Other => write!(f, "SCHED_OTHER"),
+            Scheduling::Fifo(priority) => write!(f, "SCHED_FIFO {priority}"),
+        }
+    }
+}
+
 /// Setting a policy failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedError {
@@ -106,7 +115,7 @@ pub fn set_scheduling(tid: i32, scheduling: Scheduling) -> Result<(), SchedError
             source,
         }),
         _ => Err(SchedError::Other {
-            policy: format!("{scheduling:?}"),
+            policy: scheduling.to_string(),
             target,
             source,
         }),
@@ -149,6 +158,19 @@ mod tests {
     }
 
     use super::*;
+
+    /// The policy in a failed call's error was Rust's debug form (`Fifo(50)`).
+    #[test]
+    fn a_policy_is_named_as_linux_names_it() {
+        assert_eq!(Scheduling::Fifo(50).to_string(), "SCHED_FIFO 50");
+        assert_eq!(Scheduling::Other.to_string(), "SCHED_OTHER");
+        let error = SchedError::Other {
+            policy: Scheduling::Fifo(99).to_string(),
+            target: "task 1".into(),
+            source: std::io::Error::from_raw_os_error(libc::ESRCH),
+        };
+        assert_eq!(error.to_string(), "setting SCHED_FIFO 99 for task 1");
+    }
 
     #[test]
     fn a_thread_can_become_fifo_50_and_back_when_privileged() {

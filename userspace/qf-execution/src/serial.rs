@@ -14,12 +14,14 @@
 //!
 //! A time-out leaves the line open (a lost byte costs one call; the next call starts clean). The
 //! device going away (end of file, `EIO`, `ENXIO`, a hang-up: a USB adapter unplugged, the pty's
-//! other side closed) closes it; the next call or availability check opens the path again, as
-//! the kernel device's transport does for `/dev/qfabricN`. A failed request is never repeated.
+//! other side closed) closes it; the next call or availability check opens the path again, with
+//! bounded backoff while it stays away ([`crate::reconnect`], the rule of every MCU endpoint). A
+//! failed request is never repeated.
 //!
 //! termios through `nix`: raw mode (no echo, no line editing, 8 data bits, no parity, no flow
 //! control), the receiver on, modem lines ignored (`CLOCAL`), the given baud rate both ways.
 
+use crate::reconnect::Reconnecting;
 use crate::wire::{split_reply, write_message, DeframeCounters, Deframer, SERIAL_GAP};
 use anyhow::{bail, Context, Result};
 use nix::errno::Errno;
@@ -155,14 +157,12 @@ pub struct LineCounters {
 /// transport.
 pub struct SerialLine {
     path: PathBuf,
-    baud: u32,
-    /// `None` while the device is away.
-    file: Option<File>,
+    /// The open device, opened again with bounded backoff after it went away.
+    file: Reconnecting<File>,
     deframer: Deframer,
     unasked: VecDeque<Vec<u8>>,
     /// The compute trailer of the last reply.
     last_compute_ns: Option<u64>,
-    last_error: Option<String>,
     counters: LineCounters,
 }
 
@@ -177,29 +177,31 @@ impl SerialLine {
     /// Opens `path` at `baud`; an error names the device.
     pub fn open(path: &Path, baud: u32) -> Result<Self> {
         baud_rate(baud)?;
-        let mut line = Self::closed(path, baud);
-        line.file = Some(open_tty(path, baud)?);
-        Ok(line)
+        let (what, open) = Self::opener(path, baud);
+        Ok(Self::with(path, Reconnecting::connect(what, open)?))
     }
 
     /// Tries to open `path` and returns the line either way; a missing device is opened by a
     /// later call. A baud rate no tty takes is an error at once.
     pub fn reconnecting(path: &Path, baud: u32) -> Result<Self> {
         baud_rate(baud)?;
-        let mut line = Self::closed(path, baud);
-        line.check_available();
-        Ok(line)
+        let (what, open) = Self::opener(path, baud);
+        Ok(Self::with(path, Reconnecting::new(what, open)))
     }
 
-    fn closed(path: &Path, baud: u32) -> Self {
+    fn opener(path: &Path, baud: u32) -> (String, impl FnMut() -> Result<File> + Send + 'static) {
+        let path = path.to_owned();
+        let what = format!("the serial device {}", path.display());
+        (what, move || open_tty(&path, baud))
+    }
+
+    fn with(path: &Path, file: Reconnecting<File>) -> Self {
         SerialLine {
             path: path.to_owned(),
-            baud,
-            file: None,
+            file,
             deframer: Deframer::new(),
             unasked: VecDeque::new(),
             last_compute_ns: None,
-            last_error: None,
             counters: LineCounters::default(),
         }
     }
@@ -214,31 +216,19 @@ impl SerialLine {
 
     /// Whether the device is open now.
     pub fn connected(&self) -> bool {
-        self.file.is_some()
+        self.file.is_open()
     }
 
     fn lose(&mut self, why: String) {
-        if self.file.take().is_some() {
+        if self.file.is_open() {
             self.counters.disconnects += 1;
         }
         self.deframer.idle();
-        self.last_error = Some(why);
+        self.file.lose(why);
     }
 
     fn file(&mut self) -> Result<&mut File> {
-        if self.file.is_none() {
-            match open_tty(&self.path, self.baud) {
-                Ok(file) => {
-                    self.file = Some(file);
-                    self.last_error = None;
-                }
-                Err(error) => {
-                    self.last_error = Some(format!("{error:#}"));
-                    return Err(error);
-                }
-            }
-        }
-        self.file.as_mut().context("the serial device is closed")
+        self.file.link()
     }
 
     /// Whether an I/O error means the device went away.
@@ -428,22 +418,20 @@ impl SerialLine {
 
     /// Whether the device is open, or opens now; a hung-up device is closed first.
     pub fn check_available(&mut self) -> bool {
-        if let Some(file) = &self.file {
-            let mut fds = [PollFd::new(file.as_fd(), PollFlags::empty())];
-            let hung_up = poll(&mut fds, PollTimeout::ZERO).unwrap_or(0) > 0
-                && fds[0].revents().is_some_and(|r| {
-                    r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
-                });
-            if hung_up {
-                self.lose(format!("the serial device {} hung up", self.path.display()));
-            }
+        let hung_up = self.file.is_open()
+            && self
+                .file
+                .link()
+                .is_ok_and(|file| crate::reconnect::hung_up(file.as_fd()));
+        if hung_up {
+            self.lose(format!("the serial device {} hung up", self.path.display()));
         }
-        self.file().is_ok()
+        self.file.link().is_ok()
     }
 
     /// Why the device is down, when it is.
     pub fn down_reason(&self) -> Option<String> {
-        self.last_error.clone()
+        self.file.down_reason()
     }
 
     /// The compute trailer of the last reply (ns), if it had one.

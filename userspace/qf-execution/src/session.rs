@@ -25,8 +25,14 @@
 //! running gets STALE. [`Session::rebase`] moves it to `max(now, current + 1)` between
 //! invocations (quiescent by construction), after which both share one epoch and are told
 //! apart by their ids; clients that start in the same second share the epoch from the start.
+//! [`Session::invoke`] does that for a one-shot client (`qf run`, `qf profile`): after STALE it
+//! re-establishes the session and sends once more, and a refusal is never taken for a result.
 
+use crate::domain::{Domain, Invocation};
+use crate::workload::{encode_request, Request};
 use anyhow::{Context, Result};
+use qf_abi::{Status, MAX_FRAME_LEN};
+use qf_tasks::Task;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -97,6 +103,91 @@ impl Session {
         let newer = self.epoch(routing_epoch).saturating_add(1);
         self.epoch_base = newer.max(wall_seconds()).saturating_sub(routing_epoch);
         self.epoch_base
+    }
+}
+
+/// A request the MCU refused without running it: never a result, never a deadline miss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The id is already in the task's window for this epoch.
+    #[error("the MCU refused invocation {invocation_id} of `{task}` as a duplicate (it already holds that id for epoch {epoch}); the task did not run")]
+    Duplicate {
+        task: &'static str,
+        invocation_id: u64,
+        epoch: u32,
+    },
+    /// Stale, and stale again after the session moved to a newer epoch: another client keeps
+    /// the MCU at a newer epoch still.
+    #[error("the MCU refused invocation {invocation_id} of `{task}` as stale twice (epoch {first_epoch}, then {epoch} after re-establishing the session): another client keeps the task at a newer epoch; the task did not run")]
+    StaleTwice {
+        task: &'static str,
+        invocation_id: u64,
+        first_epoch: u32,
+        epoch: u32,
+    },
+}
+
+/// An invocation the domain answered (with any status but DUPLICATE or STALE).
+#[derive(Debug, Clone, Copy)]
+pub struct Answered {
+    pub invocation: Invocation,
+    pub invocation_id: u64,
+    pub epoch: u32,
+    /// The first attempt's `(invocation id, epoch)` when it was refused as stale and this is the
+    /// one retry in a re-established session.
+    pub stale_first: Option<(u64, u32)>,
+}
+
+impl Session {
+    /// Sends one `task` request (routing epoch 0) on `endpoint` and returns the answer. A STALE
+    /// reply means the task did not run and another client moved the MCU to a newer epoch: the
+    /// session is re-established ([`Session::rebase`]) and the request sent once more with a new
+    /// id; DUPLICATE, or STALE again, is a [`Refused`] error.
+    pub fn invoke(
+        &mut self,
+        endpoint: &mut dyn Domain,
+        task: Task,
+        request: &Request,
+    ) -> Result<Answered> {
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        let mut stale_first = None;
+        loop {
+            let (invocation_id, epoch) = (self.next_id(), self.epoch(0));
+            let len = encode_request(task, request, invocation_id, epoch, &mut frame)?;
+            let invocation = endpoint.invoke(&frame[..len])?;
+            let status = qf_abi::decode_frame(invocation.frame()).map(|f| f.header.status);
+            match (status, stale_first) {
+                (Ok(Status::Stale), None) => {
+                    stale_first = Some((invocation_id, epoch));
+                    self.rebase(0);
+                }
+                (Ok(Status::Stale), Some((_, first_epoch))) => {
+                    return Err(Refused::StaleTwice {
+                        task: task.name(),
+                        invocation_id,
+                        first_epoch,
+                        epoch,
+                    }
+                    .into())
+                }
+                (Ok(Status::Duplicate), _) => {
+                    return Err(Refused::Duplicate {
+                        task: task.name(),
+                        invocation_id,
+                        epoch,
+                    }
+                    .into())
+                }
+                _ => {
+                    return Ok(Answered {
+                        invocation,
+                        invocation_id,
+                        epoch,
+                        stale_first,
+                    })
+                }
+            }
+        }
     }
 }
 
@@ -183,6 +274,112 @@ mod tests {
         let before = session.epoch(2);
         session.rebase(2);
         assert_eq!(session.epoch(2), before + 1);
+    }
+
+    /// A domain serving requests here with the dispatcher (one replay window per task, as on
+    /// the MCU), counting what it was sent.
+    struct Served {
+        replay: qf_tasks::Replay,
+        sent: usize,
+    }
+
+    impl Domain for Served {
+        fn id(&self) -> qf_decision::model::DomainId {
+            qf_decision::model::DomainId::Mcu
+        }
+        fn invoke(&mut self, request: &[u8]) -> Result<Invocation> {
+            self.sent += 1;
+            let mut response = [0u8; MAX_FRAME_LEN];
+            let served = qf_tasks::serve(request, &mut response, &|| 0u64, &mut self.replay)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok(Invocation {
+                response,
+                len: served.len,
+                latency: std::time::Duration::ZERO,
+                compute: None,
+                dispatch: None,
+            })
+        }
+    }
+
+    /// Moves `task`'s window on `mcu` to `epoch`, as another client would.
+    fn another_client_at(mcu: &mut Served, task: Task, epoch: u32) {
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        let request = crate::workload::random_request(task, 1);
+        let len = encode_request(task, &request, 1, epoch, &mut frame).unwrap();
+        mcu.invoke(&frame[..len]).unwrap();
+    }
+
+    /// `qf run` errored on STALE; now it re-establishes its session and sends once more.
+    #[test]
+    fn a_stale_reply_is_retried_once_in_a_newer_epoch() {
+        let mut mcu = Served {
+            replay: qf_tasks::Replay::new(),
+            sent: 0,
+        };
+        let newer = 4_000_000_000;
+        another_client_at(&mut mcu, Task::Add, newer);
+        let request = crate::workload::random_request(Task::Add, 7);
+        let mut session = Session::new(newer - 1);
+        let answered = session.invoke(&mut mcu, Task::Add, &request).unwrap();
+        assert_eq!(mcu.sent, 3);
+        let first = answered.stale_first.unwrap();
+        assert_eq!(first.1, newer - 1);
+        assert_eq!(answered.epoch, newer);
+        assert!(answered.invocation_id > first.0);
+        assert!(
+            crate::workload::outcome_ok(Task::Add, &request, answered.invocation.frame()).unwrap()
+        );
+        // The session stays at the newer epoch: the next call is not refused.
+        let again = session.invoke(&mut mcu, Task::Add, &request).unwrap();
+        assert_eq!((again.stale_first, again.epoch, mcu.sent), (None, newer, 4));
+    }
+
+    /// Bounded: STALE again after the retry is an error that says so, after two requests.
+    #[test]
+    fn stale_twice_and_duplicate_are_errors_never_results() {
+        let mut mcu = Served {
+            replay: qf_tasks::Replay::new(),
+            sent: 0,
+        };
+        another_client_at(&mut mcu, Task::Add, u32::MAX - 1);
+        let request = crate::workload::random_request(Task::Add, 7);
+        let error = Session::new(0)
+            .invoke(&mut mcu, Task::Add, &request)
+            .unwrap_err();
+        assert_eq!(mcu.sent, 3, "one request and one retry");
+        assert!(matches!(
+            error.downcast_ref::<Refused>(),
+            Some(Refused::StaleTwice { .. })
+        ));
+        let message = error.to_string();
+        assert!(
+            message.contains("stale twice") && message.contains("did not run"),
+            "{message}"
+        );
+        // A duplicate is not retried: the MCU holds that id (it may have run it). The session's
+        // next id is made one the MCU already holds.
+        let held = u64::MAX / 2;
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        let len =
+            encode_request(Task::Crc32, &request_crc(), held, u32::MAX - 1, &mut frame).unwrap();
+        mcu.invoke(&frame[..len]).unwrap();
+        let mut session = Session::new(u32::MAX - 1);
+        session.last_id = held - (1 << TAG_BITS);
+        let sent = mcu.sent;
+        let error = session
+            .invoke(&mut mcu, Task::Crc32, &request_crc())
+            .unwrap_err();
+        assert_eq!(mcu.sent, sent + 1, "not retried");
+        assert!(matches!(
+            error.downcast_ref::<Refused>(),
+            Some(Refused::Duplicate { invocation_id, .. }) if *invocation_id == held
+        ));
+        assert!(error.to_string().contains("duplicate"), "{error}");
+    }
+
+    fn request_crc() -> Request {
+        crate::workload::random_request(Task::Crc32, 3)
     }
 
     #[test]

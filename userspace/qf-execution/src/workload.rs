@@ -220,7 +220,16 @@ pub fn reference(task: Task, request: &Request) -> Result<Response> {
         (task, Request::Fir(r)) if fir_passes(task).is_some() => Response::Fir(FirResponse {
             samples: reference_fir(&r.samples, fir_passes(task).unwrap_or(1)),
         }),
-        (task, request) => bail!("task `{}` does not take {request:?}", task.name()),
+        (task, request) => bail!(
+            "task `{}` does not take a{} request",
+            task.name(),
+            match request {
+                Request::Add(_) => "n add",
+                Request::Probe(_) => "n abi_probe",
+                Request::Crc32(_) => " crc32",
+                Request::Fir(_) => " FIR",
+            }
+        ),
     })
 }
 
@@ -281,5 +290,13 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("fir_x64"));
+    }
+
+    /// The mismatch named the request as a Rust debug struct (`Crc32(Crc32Request { .. })`).
+    #[test]
+    fn a_request_of_another_task_is_named_in_words() {
+        let request = random_request(Task::Crc32, 1);
+        let error = reference(Task::Add, &request).unwrap_err().to_string();
+        assert_eq!(error, "task `add` does not take a crc32 request");
     }
 }

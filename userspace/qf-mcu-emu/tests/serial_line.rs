@@ -244,9 +244,15 @@ fn a_silent_mcu_is_a_time_out_and_a_vanished_device_is_opened_again() {
     }
     assert!(mcu.down_reason().is_some());
     assert!(call(&mut mcu, Task::Add, 2).is_err());
-    // A new one at the same link: the next check opens it, and calls go through.
+    // A new one at the same link: a check within the reconnect backoff's bound opens it, and
+    // calls go through.
     let _emulator = Emulator::start(&link, Faults::new(0, 0, false));
-    assert!(mcu.check_available(), "{:?}", mcu.down_reason());
+    let start = Instant::now();
+    while !mcu.check_available() {
+        let limit = qf_execution::reconnect::MAX_BACKOFF + Duration::from_secs(1);
+        assert!(start.elapsed() < limit, "{:?}", mcu.down_reason());
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(call(&mut mcu, Task::Add, 3).unwrap());
 }
 

@@ -22,12 +22,19 @@ pub mod bounds {
     pub const SYNTHETIC_ROWS: std::ops::RangeInclusive<u64> = 1..=1_000_000;
     /// Chain observations per replay or evaluation cell.
     pub const OBSERVATIONS: std::ops::RangeInclusive<u64> = 1..=1_000_000;
+    /// Kept samples per measured cell (`qf profile`, `qf resident observe`).
+    pub const SAMPLES: std::ops::RangeInclusive<u64> = 1..=1_000_000;
+    /// Warm-up invocations (or results) per cell, not kept.
+    pub const WARMUP: std::ops::RangeInclusive<u64> = 0..=1_000_000;
     /// Controller decisions timed for the decision-cost table.
     pub const DECISIONS: std::ops::RangeInclusive<u64> = 1..=1_000_000;
-    /// Bootstrap resamples: fewer than 100 give no meaningful 2.5 % / 97.5 % quantiles.
-    pub const RESAMPLES: std::ops::RangeInclusive<u64> = 100..=100_000;
-    /// Bootstrap block length.
-    pub const BLOCK: std::ops::RangeInclusive<u64> = 1..=100_000;
+    use qf_evidence::stats;
+    /// Bootstrap resamples, as `qf_evidence::stats::Bootstrap` takes them.
+    pub const RESAMPLES: std::ops::RangeInclusive<u64> =
+        *stats::RESAMPLES.start() as u64..=*stats::RESAMPLES.end() as u64;
+    /// Bootstrap block length, likewise.
+    pub const BLOCK: std::ops::RangeInclusive<u64> =
+        *stats::BLOCK.start() as u64..=*stats::BLOCK.end() as u64;
 }
 
 /// A clap parser for a count of `usize` within `range` (the error names the flag, the value

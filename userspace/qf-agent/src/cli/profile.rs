@@ -26,14 +26,14 @@ pub struct ProfileArgs {
     pub domains: Vec<DomainId>,
     #[command(flatten)]
     pub conditions: ConditionArgs,
-    /// Warm-up invocations per cell, excluded.
-    #[arg(long, default_value_t = 100)]
+    /// Warm-up invocations per cell, excluded (0 to 1000000).
+    #[arg(long, default_value_t = 100, value_parser = super::count_in(super::bounds::WARMUP))]
     pub warmup: usize,
-    /// Kept samples per cell.
-    #[arg(long, default_value_t = 2000)]
+    /// Kept samples per cell (1 to 1000000).
+    #[arg(long, default_value_t = 2000, value_parser = super::count_in(super::bounds::SAMPLES))]
     pub samples: usize,
-    /// Samples an estimate needs to count as valid evidence.
-    #[arg(long, default_value_t = 200)]
+    /// Samples an estimate needs to count as valid evidence (1 to 1000000).
+    #[arg(long, default_value_t = 200, value_parser = super::count_in(super::bounds::SAMPLES))]
     pub min_samples: usize,
     #[command(flatten)]
     pub mcu: McuArgs,

@@ -1,7 +1,9 @@
 //! `qf report DIR`: tables and plots regenerated from a campaign's raw records.
 
 use anyhow::{bail, Result};
-use qf_evidence::stats::{Bootstrap, BOOTSTRAP_BLOCK, BOOTSTRAP_RESAMPLES, DEFAULT_SEED};
+use qf_evidence::stats::{
+    Bootstrap, BootstrapError, BOOTSTRAP_BLOCK, BOOTSTRAP_RESAMPLES, DEFAULT_SEED,
+};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -29,12 +31,11 @@ impl ReportArgs {
         if !self.dir.is_dir() {
             bail!("campaign directory {} does not exist", self.dir.display());
         }
-        let bootstrap = Bootstrap {
-            resamples: self.resamples,
-            block: self.block,
-            seed: self.seed,
-            level_permille: 950,
-        };
+        let bootstrap =
+            Bootstrap::new(self.resamples, self.block, self.seed).map_err(|error| match error {
+                BootstrapError::Resamples(n) => anyhow::anyhow!("--resamples {n}: {error}"),
+                BootstrapError::Block(n) => anyhow::anyhow!("--block {n}: {error}"),
+            })?;
         let written = qf_evidence::report::generate(&self.dir, bootstrap, !self.quiet)?;
         let mut out = std::io::stdout().lock();
         for path in written {

@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use qf_evidence::resident::{print_summaries, ChainRequest, ObserveSpec};
 use qf_execution::domain::McuEndpoint;
 use qf_execution::workload::task_by_name;
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -67,11 +68,11 @@ pub struct ObserveArgs {
     pub period_us: u64,
     #[command(flatten)]
     pub conditions: ConditionArgs,
-    /// Results per cell read first and not kept.
-    #[arg(long, default_value_t = 20)]
+    /// Results per cell read first and not kept (0 to 1000000).
+    #[arg(long, default_value_t = 20, value_parser = super::count_in(super::bounds::WARMUP))]
     pub warmup: usize,
-    /// Results kept per cell.
-    #[arg(long, default_value_t = 500)]
+    /// Results kept per cell (1 to 1000000).
+    #[arg(long, default_value_t = 500, value_parser = super::count_in(super::bounds::SAMPLES))]
     pub samples: usize,
     /// Read the results from the kernel dispatch device of the qfabric_rpmsg module instead of
     /// an rpmsg_char endpoint; without PATH the first /dev/qfabricN.
@@ -93,15 +94,13 @@ impl ResidentArgs {
     pub fn run(&self) -> Result<()> {
         match &self.command {
             ResidentCommand::Template(args) => {
-                println!("{}", hex::encode(args.chain()?.template()?));
+                let template = hex::encode(args.chain()?.template()?);
+                writeln!(std::io::stdout().lock(), "{template}")?;
                 Ok(())
             }
             ResidentCommand::Observe(args) => {
                 if args.period_us == 0 {
                     bail!("--period-us 0: the chain's period must be positive");
-                }
-                if args.samples == 0 {
-                    bail!("--samples 0: nothing to observe");
                 }
                 let chain = match &args.template {
                     Some(text) => {

@@ -2,29 +2,15 @@
 
 use crate::cli::McuArgs;
 use anyhow::Result;
-use qf_abi::MAX_FRAME_LEN;
 use qf_decision::model::DomainId;
 use qf_execution::domain::{executor_path, open_domain};
 use qf_execution::rt::CallerPolicy;
 use qf_execution::session::Session;
 use qf_execution::workload::{
-    decode_response, encode_request, reference, request_from_json, response_json, task_by_name,
+    decode_response, reference, request_from_json, response_json, task_by_name,
 };
 use std::io::Write;
 use std::path::PathBuf;
-
-/// A DUPLICATE or STALE reply means the invocation did not run: an error, never a result.
-fn refused(status: qf_abi::Status, id: u64, epoch: u32) -> Result<()> {
-    match status {
-        qf_abi::Status::Duplicate => anyhow::bail!(
-            "the domain refused invocation {id} as a duplicate (it holds that id for epoch {epoch}); the task did not run"
-        ),
-        qf_abi::Status::Stale => anyhow::bail!(
-            "the domain refused invocation {id} as stale: another client moved it past epoch {epoch}; the task did not run (try again)"
-        ),
-        _ => Ok(()),
-    }
-}
 
 /// Run one invocation of a declared task in a domain.
 #[derive(Debug, Clone, clap::Args)]
@@ -64,14 +50,19 @@ impl RunArgs {
             self.mcu.endpoint()?.as_ref(),
             self.caller.scheduling(),
         )?;
-        let mut frame = [0u8; MAX_FRAME_LEN];
-        // A fresh epoch and id in every process: a restarted client is not a replay.
+        // A fresh epoch and id in every process: a restarted client is not a replay. A STALE
+        // reply is retried once in a re-established session; DUPLICATE, or STALE twice, is an
+        // error (the task did not run), never a result.
         let mut session = Session::from_clock();
-        let (id, epoch) = (session.next_id(), session.epoch(0));
-        let len = encode_request(task, &request, id, epoch, &mut frame)?;
-        let invocation = endpoint.invoke(&frame[..len])?;
+        let answered = session.invoke(endpoint.as_mut(), task, &request)?;
+        if let Some((id, epoch)) = answered.stale_first {
+            eprintln!(
+                "qf: the MCU refused invocation {id} (epoch {epoch}) as stale: another client had moved it to a newer epoch; sent again as invocation {} in epoch {}",
+                answered.invocation_id, answered.epoch
+            );
+        }
+        let invocation = answered.invocation;
         let (header, response) = decode_response(task, invocation.frame())?;
-        refused(header.status, id, epoch)?;
         let expected = reference(task, &request)?;
         let latency_us = invocation.latency.as_secs_f64() * 1e6;
         let compute_us = invocation.compute.map(|c| c.as_secs_f64() * 1e6);
@@ -85,25 +76,12 @@ impl RunArgs {
             "latency_us": latency_us,
             "compute_us": compute_us,
             "residual_us": compute_us.map(|c| latency_us - c),
+            "invocation_id": answered.invocation_id,
+            "epoch": answered.epoch,
+            "stale_retry": answered.stale_first.map(|(id, epoch)| serde_json::json!({
+                "refused_invocation_id": id,
+                "refused_epoch": epoch,
+            })),
         }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn duplicate_and_stale_replies_are_errors_and_ok_is_not() {
-        let duplicate = refused(qf_abi::Status::Duplicate, 7, 3)
-            .unwrap_err()
-            .to_string();
-        assert!(duplicate.contains("duplicate") && duplicate.contains("did not run"));
-        let stale = refused(qf_abi::Status::Stale, 7, 3)
-            .unwrap_err()
-            .to_string();
-        assert!(stale.contains("stale") && stale.contains("epoch 3"));
-        refused(qf_abi::Status::Ok, 7, 3).unwrap();
-        refused(qf_abi::Status::ExecutionError, 7, 3).unwrap();
     }
 }
