@@ -412,7 +412,7 @@ pub fn run_tables(
                 let with = agreements[&(loaded, key)].stable();
                 let changes = match (without, with) {
                     (Some(a), Some(b)) if a == b => "no",
-                    (Some(_), Some(_)) => "yes: the verdict flips",
+                    (Some(_), Some(_)) => "yes: another verdict",
                     (Some(_), None) => "yes: no longer stable",
                     (None, Some(_)) => "unstable without host load",
                     (None, None) => "unstable either way",

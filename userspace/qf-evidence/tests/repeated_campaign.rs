@@ -172,7 +172,7 @@ fn stability_per_cell_and_setting_and_what_host_load_changes() {
         (row[3].clone(), row[6].clone())
     };
     assert_eq!(change("idle", "add"), ("0 → 2".into(), "no".into()));
-    assert_eq!(change("cpu", "add").1, "yes: the verdict flips");
+    assert_eq!(change("cpu", "add").1, "yes: another verdict");
     assert_eq!(change("idle", "crc32").1, "unstable without host load");
     assert_eq!(change("rt", "add").1, "yes: no longer stable");
 
