@@ -6,14 +6,14 @@
 #   1. per call: the task in Linux (persistent executor) and on the MCU dispatched by the kernel
 #      over shared memory, with no userspace relay: through qfabric_rpmsg's /dev/qfabric0
 #      (DISPATCH=qfabric-dev, which also timestamps each call in the kernel) or rpmsg_char;
-#   2. a resident chain: the MCU releases the task with its own timer and sends only results,
-#      which a Linux thread reads (`qf resident observe`).
+#   2. unless RESIDENT=0, a resident chain: the MCU releases the task with its own timer and
+#      sends only results, which a Linux thread reads (`qf resident observe`).
 # Raw observations and traces go to the host as QFDATA lines; `qf report` there answers.
 set -u
 . /tests/lib.sh
 : "${SAMPLES:=300}" "${WARMUP:=30}" "${TASKS:=add,crc32,fir_x64}" "${LOADS:=idle,cpu:2,rt:1}"
 : "${CALLERS:=ordinary,fifo}" "${PERIOD_US:=10000}" "${CHAIN_TASK:=crc32}" "${CHAIN_SAMPLES:=300}"
-: "${DISPATCH:=qfabric-dev}" "${IRQ_FIFO:=}"
+: "${DISPATCH:=qfabric-dev}" "${IRQ_FIFO:=}" "${RESIDENT:=1}"
 campaign=/tmp/campaign
 case "$DISPATCH" in
   qfabric-dev) mcu_path=--mcu-dev; node_up() { test -c /dev/qfabric0; } ;;
@@ -27,7 +27,7 @@ esac
 # the harness still checks it for BUG/Oops/WARNING.
 dmesg -n 1
 
-echo "QFTEST PLAN $([ -n "$IRQ_FIFO" ] && echo 5 || echo 4)"
+echo "QFTEST PLAN $((3 + RESIDENT + $([ -n "$IRQ_FIFO" ] && echo 1 || echo 0)))"
 check module-load sh -c 'insmod /qfabric_rproc.ko && insmod /qfabric_rpmsg.ko'
 if wait_for 120 attached && wait_for 60 channel && wait_for 10 node_up; then
   pass board-up "$(dmesg | grep 'attached to MCU' | tail -n 1); MCU path $mcu_path"
@@ -45,6 +45,13 @@ cat /tmp/profile.txt
 for f in "$campaign"/profile/*/*/observations.csv "$campaign"/traces/*/*/*.csv; do
   [ -f "$f" ] && emit "${f#"$campaign"/}" "$f"
 done
+
+# RESIDENT=0: an MCU without the emulator's chain control (the Zephyr image): per call only.
+if [ "$RESIDENT" = 0 ]; then
+  dmesg
+  echo "QFTEST DONE"
+  poweroff -f
+fi
 
 echo "viii-a: resident chain: $CHAIN_TASK every $PERIOD_US us, $CHAIN_SAMPLES results per cell"
 host chain start "$PERIOD_US" "$(qf resident template --task "$CHAIN_TASK")"

@@ -60,6 +60,63 @@ fn trace_figures(
         .map(|(p95, p99)| TraceFigures { p95, p99, wrong }))
 }
 
+/// One cell of the Eq. (1) table: both domains' figures and the verdict.
+#[derive(Debug, Clone)]
+pub struct BoundaryCell {
+    pub load: &'static str,
+    pub caller: &'static str,
+    pub workload: &'static str,
+    pub linux: Estimate,
+    pub mcu: Estimate,
+    pub verdict: &'static str,
+    /// Each domain's p99 added over idle (same caller and workload), µs; `None` without idle.
+    pub p99_added: [Option<f64>; 2],
+    /// Wrong outputs, Linux then MCU.
+    pub wrong: [usize; 2],
+}
+
+/// Eq. (1) per load × caller × workload, where both domains were measured, in table order.
+pub fn boundary_cells(
+    traces: &Path,
+    bootstrap: Bootstrap,
+    inputs: &mut Vec<PathBuf>,
+) -> Result<Vec<BoundaryCell>> {
+    let mut cells = Vec::new();
+    for caller in CallerPolicy::ALL.map(CallerPolicy::as_str) {
+        for workload in WORKLOADS {
+            let mut idle_p99 = [None; 2];
+            for load in LOADS {
+                let dir = traces.join(load).join(caller);
+                let mut both = Vec::new();
+                for domain in DomainId::ALL {
+                    let path = dir.join(trace_file_name(workload, domain));
+                    both.push(trace_figures(&path, bootstrap, inputs)?);
+                }
+                let (Some(linux), Some(mcu)) = (both[0], both[1]) else {
+                    continue;
+                };
+                if load == "idle" {
+                    idle_p99 = [Some(linux.p99), Some(mcu.p99)];
+                }
+                cells.push(BoundaryCell {
+                    load,
+                    caller,
+                    workload,
+                    linux: linux.p95,
+                    mcu: mcu.p95,
+                    verdict: verdict(&linux.p95, &mcu.p95),
+                    p99_added: [
+                        idle_p99[0].map(|idle| linux.p99 - idle),
+                        idle_p99[1].map(|idle| mcu.p99 - idle),
+                    ],
+                    wrong: [linux.wrong, mcu.wrong],
+                });
+            }
+        }
+    }
+    Ok(cells)
+}
+
 /// Eq. (1) per load × caller × workload, where both domains were measured.
 pub fn boundary_table(
     traces: &Path,
@@ -83,41 +140,23 @@ pub fn boundary_table(
             "wrong linux/mcu",
         ],
     );
-    for caller in CallerPolicy::ALL.map(CallerPolicy::as_str) {
-        for workload in WORKLOADS {
-            let mut idle_p99 = [None; 2];
-            for load in LOADS {
-                let dir = traces.join(load).join(caller);
-                let mut both = Vec::new();
-                for domain in DomainId::ALL {
-                    let path = dir.join(trace_file_name(workload, domain));
-                    both.push(trace_figures(&path, bootstrap, inputs)?);
-                }
-                let (Some(linux_figures), Some(mcu_figures)) = (both[0], both[1]) else {
-                    continue;
-                };
-                let (linux, mcu) = (linux_figures.p95, mcu_figures.p95);
-                if load == "idle" {
-                    idle_p99 = [Some(linux_figures.p99), Some(mcu_figures.p99)];
-                }
-                let added =
-                    |idle: Option<f64>, p99: f64| idle.map_or("n/a".into(), |i| ms(p99 - i));
-                table.rows.push(vec![
-                    load.to_string(),
-                    caller.to_string(),
-                    workload.to_string(),
-                    ms(linux.value),
-                    format!("{}–{}", ms(linux.ci_low), ms(linux.ci_high)),
-                    ms(mcu.value),
-                    format!("{}–{}", ms(mcu.ci_low), ms(mcu.ci_high)),
-                    format!("{:.2}", mcu.value / linux.value),
-                    verdict(&linux, &mcu).to_string(),
-                    added(idle_p99[0], linux_figures.p99),
-                    added(idle_p99[1], mcu_figures.p99),
-                    format!("{}/{}", linux_figures.wrong, mcu_figures.wrong),
-                ]);
-            }
-        }
+    for cell in boundary_cells(traces, bootstrap, inputs)? {
+        let (linux, mcu) = (cell.linux, cell.mcu);
+        let added = |added: Option<f64>| added.map_or("n/a".into(), ms);
+        table.rows.push(vec![
+            cell.load.to_string(),
+            cell.caller.to_string(),
+            cell.workload.to_string(),
+            ms(linux.value),
+            format!("{}–{}", ms(linux.ci_low), ms(linux.ci_high)),
+            ms(mcu.value),
+            format!("{}–{}", ms(mcu.ci_low), ms(mcu.ci_high)),
+            format!("{:.2}", mcu.value / linux.value),
+            cell.verdict.to_string(),
+            added(cell.p99_added[0]),
+            added(cell.p99_added[1]),
+            format!("{}/{}", cell.wrong[0], cell.wrong[1]),
+        ]);
     }
     Ok((!table.rows.is_empty()).then_some(table))
 }

@@ -6,8 +6,8 @@
 //! * Experiments: [`chain`] files, [`resident`] (a resident chain's results observed from
 //!   Linux), [`replay`] (ordered trace replay and the Table III policies), [`evaluate`] (grid and
 //!   hysteresis ablation), [`synthetic`] (labelled synthetic traces), [`report`] (tables, plots,
-//!   input digests) with its [`table`] helpers and the Section VIII-A tables of [`boundary`] and
-//!   [`dispatch`].
+//!   input digests) with its [`table`] helpers, the Section VIII-A tables of [`boundary`] and
+//!   [`dispatch`], and [`runs`] (a repeated campaign: verdict stability and host conditions).
 //!
 //! It builds on `qf-decision` (replay drives the real controller) and `qf-execution` (profiling
 //! and the resident chain run in its domains).
@@ -22,6 +22,7 @@ pub mod profile;
 pub mod replay;
 pub mod report;
 pub mod resident;
+pub mod runs;
 pub mod stats;
 pub mod synthetic;
 pub mod table;

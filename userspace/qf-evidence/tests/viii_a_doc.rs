@@ -2,7 +2,9 @@
 //! (`qf report`'s `report/boundary.md`, `dispatch.md`, `resident.md`). This test writes a small
 //! campaign with every input those tables read, generates the report, and checks that each table
 //! the doc quotes is the one the report writes under that file name, with the same title and
-//! columns, and that the doc quotes all three.
+//! columns, and that the doc quotes all three. The same for the tables of a repeated campaign
+//! (`scripts/viii-a --runs N --host-load K`: `stability.md`, `host.md`, `host_load.md`), from two
+//! such campaigns as runs, one with host spinners.
 
 use qf_evidence::report::generate;
 use qf_evidence::stats::Bootstrap;
@@ -10,6 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 const TABLES: [&str; 3] = ["boundary", "dispatch", "resident"];
+const RUN_TABLES: [&str; 3] = ["stability", "host", "host_load"];
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -53,6 +56,21 @@ fn campaign(dir: &Path) {
     write(&dir.join("resident/idle/ordinary/observations.csv"), &text);
 }
 
+/// `campaign` as run `run` of a repeated campaign, with the host's records.
+fn run(dir: &Path, run: u32, spinners: u32) {
+    let dir = dir.join(format!("run-{run}"));
+    campaign(&dir);
+    write(&dir.join("host/spinners"), &format!("{spinners}\n"));
+    for when in ["before", "after"] {
+        write(
+            &dir.join("host").join(when).join("loadavg"),
+            "0.1 0.2 0.3 1/100 7\n",
+        );
+    }
+    write(&dir.join("host/before/stat"), "cpu  1 0 1 10 0 0 0 0 0 0\n");
+    write(&dir.join("host/after/stat"), "cpu  5 0 2 20 0 0 0 1 0 0\n");
+}
+
 /// The doc's quoted tables: (file name, the quoted lines), each a fenced block right after a
 /// line naming `report/NAME.md`.
 fn quoted_tables(doc: &str) -> Vec<(String, Vec<String>)> {
@@ -94,22 +112,29 @@ fn every_table_the_doc_quotes_is_one_the_report_writes_with_the_same_columns() {
     )
     .unwrap();
     generate(dir.path(), bootstrap, false).unwrap();
+    let repeated = tempfile::tempdir().unwrap();
+    run(repeated.path(), 1, 0);
+    run(repeated.path(), 2, 2);
+    generate(repeated.path(), bootstrap, false).unwrap();
 
     let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/viii-a.md");
     let doc = std::fs::read_to_string(&doc_path).unwrap();
     let quoted = quoted_tables(&doc);
-    for table in TABLES {
+    for table in TABLES.iter().chain(&RUN_TABLES) {
         assert!(
             quoted.iter().any(|(name, _)| name == table),
             "docs/viii-a.md does not quote report/{table}.md"
         );
     }
     for (name, block) in &quoted {
-        assert!(
-            TABLES.contains(&name.as_str()),
-            "docs/viii-a.md quotes report/{name}.md, which scripts/viii-a does not print"
-        );
-        let written = std::fs::read_to_string(dir.path().join(format!("report/{name}.md")))
+        let source = if TABLES.contains(&name.as_str()) {
+            dir.path()
+        } else if RUN_TABLES.contains(&name.as_str()) {
+            repeated.path()
+        } else {
+            panic!("docs/viii-a.md quotes report/{name}.md, which scripts/viii-a does not print")
+        };
+        let written = std::fs::read_to_string(source.join(format!("report/{name}.md")))
             .unwrap_or_else(|e| panic!("the report wrote no {name}.md: {e}"));
         // Title, blank line, header row, separator: what the doc quotes of each table.
         let head: Vec<&str> = written.lines().take(4).collect();
