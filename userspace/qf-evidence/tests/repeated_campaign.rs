@@ -115,10 +115,12 @@ fn stability_per_cell_and_setting_and_what_host_load_changes() {
             stat,
         );
     }
-    let bootstrap = Bootstrap {
-        resamples: 200,
-        ..Bootstrap::default()
-    };
+    let bootstrap = Bootstrap::new(
+        200,
+        qf_evidence::stats::BOOTSTRAP_BLOCK,
+        qf_evidence::stats::DEFAULT_SEED,
+    )
+    .unwrap();
     generate(dir.path(), bootstrap, false).unwrap();
     let report = dir.path().join("report");
 
