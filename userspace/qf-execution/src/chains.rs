@@ -52,15 +52,14 @@ pub struct ChainControl {
     session: Session,
 }
 
-/// One chain as `qf resident status|list` prints it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One chain as `qf resident status` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainReport {
     pub chain_id: u32,
     /// `installed`, `running`, `stopped` (or `state N` for a code this side does not know).
     pub state: String,
     /// The task's name when declared here, else its id in hex.
     pub task: String,
-    #[serde(flatten)]
     pub status: ChainStatus,
 }
 
@@ -73,6 +72,16 @@ impl ChainReport {
                 .map_or_else(|| format!("{:#x}", status.task_id), |t| t.name().to_owned()),
             status,
         }
+    }
+
+    /// The status's fields as JSON, with the state and the task by name (`task_id` kept).
+    pub fn json(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self.status).unwrap_or_default();
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert("state".into(), self.state.clone().into());
+            fields.insert("task".into(), self.task.clone().into());
+        }
+        value
     }
 }
 
