@@ -138,22 +138,18 @@ impl McuTransport for SubscribedSocket {
             buf[..frame.len()].copy_from_slice(&frame);
             return Ok(Some((frame.len(), None)));
         }
-        let start = Instant::now();
         let mut body = [0u8; MAX_MESSAGE_LEN];
-        loop {
-            let left = timeout.saturating_sub(start.elapsed());
-            match self.next(&mut body, left)? {
-                None => return Ok(None),
-                Some(message) if message.unasked => {
-                    buf[..message.len].copy_from_slice(&body[..message.len]);
-                    return Ok(Some((message.len, None)));
-                }
-                Some(message) => bail!(
-                    "the MCU endpoint {} sent a {}-byte reply nobody asked for",
-                    self.path.display(),
-                    message.len
-                ),
+        match self.next(&mut body, timeout)? {
+            None => Ok(None),
+            Some(message) if message.unasked => {
+                buf[..message.len].copy_from_slice(&body[..message.len]);
+                Ok(Some((message.len, None)))
             }
+            Some(message) => bail!(
+                "the MCU endpoint {} sent a {}-byte reply nobody asked for",
+                self.path.display(),
+                message.len
+            ),
         }
     }
 }

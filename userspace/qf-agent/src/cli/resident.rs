@@ -82,6 +82,11 @@ impl ChainArgs {
 pub struct InstallArgs {
     #[command(flatten)]
     pub chain: ChainArgs,
+    /// The request frame each job runs, as hex, instead of one built from --task and
+    /// --request or --seed (e.g. `qf-board-guest chain-template`'s); its invocation id is the
+    /// first job's.
+    #[arg(long, value_name = "HEX", conflicts_with_all = ["task", "seed", "request"])]
+    pub template: Option<String>,
     /// Release period, µs (the MCU accepts 100 µs ..= 1 h).
     #[arg(long, value_name = "P")]
     pub period_us: u64,
@@ -210,13 +215,22 @@ impl InstallArgs {
         if delay > period {
             bail!("--start-delay-us {delay}: more than the period ({period} µs)");
         }
-        let template = self.chain.request(chain_id)?.template()?;
+        let template = match &self.template {
+            Some(text) => {
+                let bytes = hex::decode(text.trim())
+                    .with_context(|| format!("--template '{text}': not hex"))?;
+                ChainRequest::from_template(&bytes)
+                    .with_context(|| format!("--template '{text}'"))?;
+                bytes
+            }
+            None => self.chain.request(chain_id)?.template()?,
+        };
         let mut install =
             ChainInstall::new(chain_id, &template, period, budget).with_context(|| {
                 format!(
-                    "--task {}: a {}-byte template does not fit an install",
-                    self.chain.task,
-                    template.len()
+                    "the template of {} bytes does not fit an install ({} at most)",
+                    template.len(),
+                    qf_abi::chain::TEMPLATE_CAPACITY
                 )
             })?;
         install.deadline_us = deadline;
@@ -521,6 +535,14 @@ mod tests {
                     "{\"a\": 1}",
                 ],
                 "--request '{\"a\": 1}'",
+            ),
+            (
+                &["--period-us", "1000", "--template", "zz"],
+                "--template 'zz'",
+            ),
+            (
+                &["--period-us", "1000", "--template", "00"],
+                "--template '00'",
             ),
         ] {
             let error = format!("{:#}", install(args).unwrap_err());
