@@ -208,6 +208,72 @@ impl ChainControl {
     }
 }
 
+/// A chain's timing as a user gives it (µs; `None`: the default), checked against the ranges
+/// every MCU has (`docs/resident-chains.md`) so a mistake is named by the user's own word for
+/// the field before anything is sent; the MCU checks it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Timing {
+    pub period_us: u64,
+    /// Relative deadline, budget ..= period (default: the period).
+    pub deadline_us: Option<u64>,
+    /// CBS budget per period, at most the period (default: no server).
+    pub budget_us: Option<u64>,
+    /// First release after `start`, at most the period.
+    pub start_delay_us: Option<u64>,
+}
+
+impl Timing {
+    /// The install of `template` as chain `chain_id` with this timing. `names` are how the
+    /// user spells period, deadline, budget and start delay (`--period-us` or `period_us`).
+    pub fn install(
+        &self,
+        chain_id: u32,
+        template: &[u8],
+        names: [&str; 4],
+    ) -> Result<ChainInstall> {
+        use qf_abi::chain::{PERIOD_US_MAX, PERIOD_US_MIN, TEMPLATE_CAPACITY};
+        let [period_name, deadline_name, budget_name, delay_name] = names;
+        let field = |name: &str, value: u64| {
+            u32::try_from(value).map_err(|_| {
+                anyhow::anyhow!(
+                    "{name} {value}: beyond any MCU's range (at most {PERIOD_US_MAX} µs)"
+                )
+            })
+        };
+        let period = field(period_name, self.period_us)?;
+        if !(PERIOD_US_MIN..=PERIOD_US_MAX).contains(&period) {
+            bail!(
+                "{period_name} {period}: the period must be {PERIOD_US_MIN} ..= {PERIOD_US_MAX} µs"
+            );
+        }
+        let budget = field(budget_name, self.budget_us.unwrap_or(0))?;
+        if budget > period {
+            bail!("{budget_name} {budget}: more than the period ({period} µs)");
+        }
+        let deadline = field(deadline_name, self.deadline_us.unwrap_or(0))?;
+        if self.deadline_us.is_some() && !(budget.max(1)..=period).contains(&deadline) {
+            bail!(
+                "{deadline_name} {deadline}: the relative deadline must be {} ..= {period} µs (budget ..= period)",
+                budget.max(1)
+            );
+        }
+        let delay = field(delay_name, self.start_delay_us.unwrap_or(0))?;
+        if delay > period {
+            bail!("{delay_name} {delay}: more than the period ({period} µs)");
+        }
+        let mut install =
+            ChainInstall::new(chain_id, template, period, budget).with_context(|| {
+                format!(
+                "the template of {} bytes does not fit an install ({TEMPLATE_CAPACITY} at most)",
+                template.len()
+            )
+            })?;
+        install.deadline_us = deadline;
+        install.start_delay_us = delay;
+        Ok(install)
+    }
+}
+
 /// The MCU's refusal status, if `error` is one.
 pub fn refusal(error: &anyhow::Error) -> Option<Status> {
     error.downcast_ref::<Refused>().map(|r| r.status)

@@ -5,9 +5,9 @@
 
 use crate::cli::{ConditionArgs, McuArgs};
 use anyhow::{bail, Context, Result};
-use qf_abi::chain::{ChainInstall, ChainList, ChainStatus, PERIOD_US_MAX, PERIOD_US_MIN};
+use qf_abi::chain::{ChainInstall, ChainList, ChainStatus};
 use qf_evidence::resident::{print_summaries, ChainRequest, ObserveSpec};
-use qf_execution::chains::{state_name, ChainControl, ChainReport};
+use qf_execution::chains::{state_name, ChainControl, ChainReport, Timing};
 use qf_execution::domain::McuEndpoint;
 use qf_execution::workload::{request_from_json, task_by_name};
 use std::io::Write;
@@ -182,39 +182,17 @@ fn control(mcu: &McuArgs, command: &str) -> Result<ChainControl> {
     Ok(ChainControl::new(endpoint.open(CONTROL_TIMEOUT)?))
 }
 
-/// `value` as a u32 field of the install, or an error naming the flag.
-fn field(flag: &str, value: u64) -> Result<u32> {
-    u32::try_from(value).map_err(|_| {
-        anyhow::anyhow!("{flag} {value}: beyond any MCU's range (at most {PERIOD_US_MAX} µs)")
-    })
-}
-
 impl InstallArgs {
-    /// The install frame's payload for chain `chain_id`, its fields checked against the ranges
-    /// every MCU has (`docs/resident-chains.md`), so a mistake is named here by its flag; the
-    /// MCU checks them again.
+    /// The install frame's payload for chain `chain_id`, its fields checked ([`Timing`]).
     pub fn install(&self, chain_id: u32) -> Result<ChainInstall> {
-        let period = field("--period-us", self.period_us)?;
-        if !(PERIOD_US_MIN..=PERIOD_US_MAX).contains(&period) {
-            bail!(
-                "--period-us {period}: the period must be {PERIOD_US_MIN} ..= {PERIOD_US_MAX} µs"
-            );
-        }
-        let budget = field("--budget-us", self.budget_us.unwrap_or(0))?;
-        if budget > period {
-            bail!("--budget-us {budget}: more than the period ({period} µs)");
-        }
-        let deadline = field("--deadline-us", self.deadline_us.unwrap_or(0))?;
-        if self.deadline_us.is_some() && !(budget.max(1)..=period).contains(&deadline) {
-            bail!(
-                "--deadline-us {deadline}: the relative deadline must be {} ..= {period} µs (budget ..= period)",
-                budget.max(1)
-            );
-        }
-        let delay = field("--start-delay-us", self.start_delay_us)?;
-        if delay > period {
-            bail!("--start-delay-us {delay}: more than the period ({period} µs)");
-        }
+        let timing = Timing {
+            period_us: self.period_us,
+            deadline_us: self.deadline_us,
+            budget_us: self.budget_us,
+            start_delay_us: Some(self.start_delay_us),
+        };
+        // The timing first: its errors name a flag whatever the template.
+        timing.install(chain_id, &[0; 36], FLAGS)?;
         let template = match &self.template {
             Some(text) => {
                 let bytes = hex::decode(text.trim())
@@ -225,19 +203,17 @@ impl InstallArgs {
             }
             None => self.chain.request(chain_id)?.template()?,
         };
-        let mut install =
-            ChainInstall::new(chain_id, &template, period, budget).with_context(|| {
-                format!(
-                    "the template of {} bytes does not fit an install ({} at most)",
-                    template.len(),
-                    qf_abi::chain::TEMPLATE_CAPACITY
-                )
-            })?;
-        install.deadline_us = deadline;
-        install.start_delay_us = delay;
-        Ok(install)
+        timing.install(chain_id, &template, FLAGS)
     }
 }
+
+/// How `install` spells the timing fields.
+const FLAGS: [&str; 4] = [
+    "--period-us",
+    "--deadline-us",
+    "--budget-us",
+    "--start-delay-us",
+];
 
 impl ResidentArgs {
     pub fn run(&self) -> Result<()> {
