@@ -429,3 +429,63 @@ fn every_refusal_is_named_and_leaves_the_mcu_as_it_was() {
         Some(Status::NotInstalled)
     );
 }
+
+#[test]
+fn observing_a_stopped_chain_ends_within_its_time_out_while_another_chain_sends() {
+    let emu = Emulator::start();
+    let base = ["install", "--task", "add", "--period-us", "2000", "--start"];
+    assert_eq!(
+        ok(&emu, &[&base[..], &["--chain", "1"]].concat()).trim(),
+        "1"
+    );
+    assert_eq!(
+        ok(&emu, &[&base[..], &["--chain", "2"]].concat()).trim(),
+        "2"
+    );
+    ok(&emu, &["stop", "1"]);
+    let out = emu._dir.path().join("obs");
+    let mut observer = Command::new(env!("CARGO_BIN_EXE_qf"))
+        .args([
+            "resident",
+            "observe",
+            "--chain",
+            "1",
+            "--task",
+            "add",
+            "--period-us",
+            "2000",
+        ])
+        .args([
+            "--samples",
+            "1",
+            "--warmup",
+            "0",
+            "--mcu-socket",
+            emu.path(),
+            "--out",
+        ])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Chain 2's results, one every 2 ms, are skipped without restarting the 5 s wait; before
+    // they were, the observer waited forever. A minute is far beyond any load's slowness.
+    let started = Instant::now();
+    let exit = loop {
+        if let Some(exit) = observer.try_wait().unwrap() {
+            break exit;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = observer.kill();
+            panic!("the observer of a stopped chain still waits after a minute");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut observer.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!exit.success(), "a result of the stopped chain");
+    assert!(stderr.contains("none within 5000 ms"), "{stderr}");
+    let two: serde_json::Value =
+        serde_json::from_str(&ok(&emu, &["status", "2", "--json"])).unwrap();
+    assert!(two["releases"].as_u64().unwrap() > 1000, "{two}");
+}
