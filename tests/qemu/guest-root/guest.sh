@@ -38,7 +38,7 @@ crash_and_recover() {
   check "$name-qfdev-resumes" $qfg dev-frames --count 1000 --epoch $((epoch + 1))
 }
 
-echo "QFTEST PLAN 44"
+echo "QFTEST PLAN 52"
 
 # The MCU is not running yet (crashed before Linux looks): the driver binds, maps, waits.
 host crash
@@ -64,12 +64,13 @@ check sizes $qfg sizes --epoch 2
 check latency-10000 $qfg latency --count 10000 --epoch 3
 
 # A resident chain (QFabric Section VIII-A): the MCU's timer releases crc32 on a fixed request
-# every 10 ms and the MCU sends only the results, to the address that last wrote to it. The
-# program binds its endpoint with one request, then checks 200 results byte for byte.
-host chain start 10000 $($qfg chain-template --epoch 4)
+# every 10 ms and the MCU sends only the results, to the address that last wrote to it. Installed
+# and started by control frames through rpmsg_char (`qf resident`); the program binds its
+# endpoint with one request, then checks 200 results byte for byte.
+check chain-install qf resident install --template "$($qfg chain-template --epoch 4)" --chain 1 \
+  --period-us 10000 --start --mcu-rpmsg
 check chain-results $qfg chain --count 200 --period-us 10000 --epoch 4
-host chain stop
-sleep 1 # the harness polls the console every 200 ms: no result may reach the next endpoint
+check chain-remove qf resident remove 1 --mcu-rpmsg
 
 # The kernel dispatch device (qfabric_rpmsg, docs/qfabric-dev.md): /dev/qfabric0 on the same
 # channel, next to rpmsg_char. Many callers share it; the kernel matches every reply to its caller.
@@ -146,6 +147,85 @@ exec 3</dev/qfabric0
 if rmmod qfabric_rpmsg 2>/dev/null; then fail qfdev-busy "unloaded with /dev/qfabric0 open"
 else pass qfdev-busy "rmmod refused while /dev/qfabric0 is open"; fi
 exec 3<&-
+
+# Resident chains through /dev/qfabric0 (docs/resident-chains.md): control frames through
+# QF_IOC_INVOKE install, start, stop and remove them, the MCU admits each by its CBS bandwidth
+# test, and their results, tagged with the chain id, arrive on the device's read queue.
+dev=--mcu-dev=/dev/qfabric0
+mcu_state() { qf resident list --json $dev && qf resident status --json $dev; }
+json_field() { echo "$1" | sed -n "s/^ *\"$2\": \"*\([^,\"]*\)\"*,*$/\1/p" | head -n 1; }
+resident_install() {
+  [ "$(qf resident install --chain 11 --task crc32 --seed 3 --period-us 10000 --budget-us 1000 $dev)" = 11 ] &&
+    [ "$(qf resident install --chain 12 --task add --request '{"a": 40, "b": 2}' --period-us 20000 --budget-us 1000 $dev)" = 12 ] &&
+    qf resident start 11 $dev && qf resident start 12 $dev && qf resident list $dev | tr '\n' ' '
+}
+check resident-install resident_install
+# Both chains run; each observer keeps only its chain's results (the other's are skipped):
+# none lost, every output right.
+observe_ok() { # CHAIN SAMPLES ARGS...: the one cell has SAMPLES results, 0 lost, 0 wrong
+  chain=$1 samples=$2; shift 2
+  out=$(qf resident observe --chain "$chain" "$@" --samples "$samples" --warmup 5 --out /tmp/resident $dev 2>&1) &&
+    echo "$out" | awk -v n="$samples" 'NR == 2 { ok = ($3 == n && $4 == 0 && $5 == 0) } END { exit !ok }' &&
+    echo "chain $chain: $(echo "$out" | tail -n 1)"
+}
+check resident-results-11 observe_ok 11 100 --task crc32 --seed 3 --period-us 10000
+check resident-results-12 observe_ok 12 40 --task add --request '{"a": 40, "b": 2}' --period-us 20000
+# Stopped: no release and no result after the stop while chain 12 runs on; the counters agree
+# (every release gave an OK result, none rejected). Then chain 12 stops too, so that the MCU's
+# state holds still for the comparisons below.
+resident_stop() {
+  qf resident stop 11 $dev >/dev/null || return 1
+  before=$(qf resident status 11 --json $dev) || return 1
+  if qf resident observe --chain 11 --task crc32 --seed 3 --period-us 10000 --samples 1 --warmup 0 \
+    --out /tmp/resident-stopped $dev >/tmp/stopped.log 2>&1; then
+    echo "a result of chain 11 after its stop"; return 1
+  fi
+  grep -q "none within" /tmp/stopped.log || { cat /tmp/stopped.log; return 1; }
+  after=$(qf resident status 11 --json $dev) || return 1
+  releases=$(json_field "$after" releases) results=$(json_field "$after" results)
+  [ "$before" = "$after" ] && [ "$(json_field "$after" state)" = stopped ] &&
+    [ "$releases" -ge 100 ] && [ "$releases" = "$results" ] && [ "$(json_field "$after" rejected)" = 0 ] &&
+    qf resident stop 12 $dev >/dev/null &&
+    echo "stopped after $releases releases, $results OK results, 0 rejected; nothing since (chain 12 ran on)"
+}
+check resident-stop resident_stop
+# Every refusal by name, with a failing exit, and the MCU's list and status unchanged.
+refused_unchanged() { # STATUS ARGS...
+  status=$1; shift
+  before=$(mcu_state) || return 1
+  if out=$(qf resident "$@" 2>&1); then echo "accepted: qf resident $*: $out"; return 1; fi
+  echo "$out" | grep -q -e "$status" || { echo "qf resident $*: $out"; return 1; }
+  [ "$(mcu_state)" = "$before" ] || { echo "qf resident $* changed the MCU"; return 1; }
+}
+resident_refusals() {
+  refused_unchanged over_bound install --chain 13 --task add --period-us 10000 --budget-us 8900 $dev &&
+    refused_unchanged id_in_use install --chain 11 --task add --period-us 10000 $dev &&
+    refused_unchanged not_installed start 99 $dev &&
+    refused_unchanged not_installed remove 99 $dev &&
+    refused_unchanged "--period-us 50" install --chain 13 --task add --period-us 50 $dev || return 1
+  for c in 13 14 15 16 17 18; do qf resident install --chain $c --task add --period-us 100000 $dev >/dev/null || return 1; done
+  refused_unchanged table_full install --chain 19 --task add --period-us 100000 $dev || return 1
+  for c in 13 14 15 16 17 18; do qf resident remove $c $dev >/dev/null || return 1; done
+  # A caller without permission on the device cannot install (nor open it).
+  before=$(mcu_state)
+  if out=$($qfg as-user --uid 65534 qf resident install --chain 20 --task add --period-us 10000 $dev 2>&1); then
+    echo "installed without permission: $out"; return 1
+  fi
+  echo "$out" | grep -q "Permission denied" || { echo "$out"; return 1; }
+  [ "$(mcu_state)" = "$before" ] || { echo "the unpermitted install changed the MCU"; return 1; }
+  echo "over_bound, id_in_use, not_installed, table_full named, --period-us checked, no permission refused; MCU unchanged each time"
+}
+check resident-refusals resident_refusals
+# Over the bound until another chain goes: 0.1 + 0.05 + 0.89 of the CPU is refused, removing
+# chain 12 (0.05) admits it.
+resident_admission() {
+  refused_unchanged over_bound install --chain 13 --task add --period-us 10000 --budget-us 8900 $dev &&
+    qf resident remove 12 $dev >/dev/null &&
+    [ "$(qf resident install --chain 13 --task add --period-us 10000 --budget-us 8900 $dev)" = 13 ] &&
+    qf resident list $dev | tail -n 1 && qf resident remove 13 $dev >/dev/null && qf resident remove 11 $dev >/dev/null &&
+    [ "$(qf resident list --json $dev | grep -c chain_id)" = 0 ]
+}
+check resident-admission resident_admission
 
 # MCU crash in the middle of traffic (state published), then a hang (heartbeat only): two
 # recoveries in one boot.

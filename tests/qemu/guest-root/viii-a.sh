@@ -54,7 +54,8 @@ if [ "$RESIDENT" = 0 ]; then
 fi
 
 echo "viii-a: resident chain: $CHAIN_TASK every $PERIOD_US us, $CHAIN_SAMPLES results per cell"
-host chain start "$PERIOD_US" "$(qf resident template --task "$CHAIN_TASK")"
+# Installed and started by control frames through the same path the results come back on.
+qf resident install --chain 1 --task "$CHAIN_TASK" --period-us "$PERIOD_US" --start "$mcu_path"
 observe_path=""
 [ "$mcu_path" = --mcu-dev ] && observe_path=--mcu-dev
 # shellcheck disable=SC2086 # empty or one flag
@@ -63,7 +64,8 @@ if qf resident observe $observe_path --task "$CHAIN_TASK" --period-us "$PERIOD_U
   pass resident "$(($(wc -l </tmp/resident.txt) - 1)) cells"
 else fail resident "$(tail -n 3 /tmp/resident.txt | tr '\n' ' ')"; fi
 host status
-host chain stop
+qf resident status 1 "$mcu_path"
+qf resident remove 1 "$mcu_path"
 cat /tmp/resident.txt
 for f in "$campaign"/resident/*/*/observations.csv; do [ -f "$f" ] && emit "${f#"$campaign"/}" "$f"; done
 

@@ -55,8 +55,14 @@
 //! stage1 = "fir_x64"
 //! [contract]                    # any ContractConfig field; defaults are the paper's
 //! hysteresis = 3
+//! [[resident]]                  # MCU-resident chains kept installed (see crate::residents)
+//! chain = 11
+//! task = "crc32"
+//! period_us = 10000
+//! budget_us = 1000
 //! ```
 
+use crate::residents::{Keeper, ResidentConfig, ResidentHealth};
 use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use qf_abi::MAX_FRAME_LEN;
@@ -109,6 +115,9 @@ pub struct DaemonConfig {
     pub workloads: BTreeMap<String, String>,
     #[serde(default)]
     pub contract: ContractConfig,
+    /// MCU-resident chains the daemon installs and keeps installed ([`crate::residents`]).
+    #[serde(default)]
+    pub resident: Vec<ResidentConfig>,
 }
 
 fn default_period_ms() -> u64 {
@@ -185,6 +194,11 @@ impl DaemonConfig {
             .contract
             .validate()
             .with_context(|| format!("configuration {} [contract]", path.display()))?;
+        for resident in &config.resident {
+            resident
+                .install()
+                .with_context(|| format!("configuration {}", path.display()))?;
+        }
         Ok(config)
     }
 }
@@ -226,6 +240,9 @@ pub struct Status {
     /// Whether the journal is keyed (HMAC-SHA256).
     #[serde(default)]
     pub journal_keyed: bool,
+    /// The `[[resident]]` chains on the MCU.
+    #[serde(default)]
+    pub resident: Vec<ResidentHealth>,
 }
 
 const RECENT_WINDOWS: usize = 10;
@@ -330,6 +347,11 @@ pub struct Daemon {
     session: Session,
     epochs: EpochFile,
     mcu_available: bool,
+    /// The `[[resident]]` keeper, until `run` starts its thread; then its journal records and
+    /// health.
+    keeper: Option<Keeper>,
+    resident_records: Option<std::sync::mpsc::Receiver<serde_json::Value>>,
+    resident_health: Option<Arc<Mutex<Vec<ResidentHealth>>>>,
     _state_lock: PidLock,
 }
 
@@ -359,6 +381,21 @@ impl Daemon {
             .context("another qfabricd uses this state directory")?;
         let chain = Chain::load(&config.chain)?;
         let endpoint = config.mcu_endpoint()?;
+        if endpoint.is_none() && !config.resident.is_empty() {
+            anyhow::bail!(
+                "configuration: [[resident]] chains need an MCU endpoint (mcu_socket, mcu_rpmsg or mcu_dev)"
+            );
+        }
+        let (keeper, resident_records) = match (&endpoint, config.resident.is_empty()) {
+            (Some(endpoint), false) => {
+                let (sender, receiver) = std::sync::mpsc::channel();
+                (
+                    Some(Keeper::new(&config.resident, endpoint.clone(), sender)?),
+                    Some(receiver),
+                )
+            }
+            _ => (None, None),
+        };
         if endpoint.is_none() {
             if let Some(task) = chain.task.iter().find(|t| t.start == DomainId::Mcu) {
                 anyhow::bail!(
@@ -466,6 +503,9 @@ impl Daemon {
             session,
             epochs,
             mcu_available,
+            resident_health: keeper.as_ref().map(Keeper::health),
+            keeper,
+            resident_records,
             _state_lock: state_lock,
             config,
         })
@@ -555,6 +595,24 @@ impl Daemon {
         Ok(())
     }
 
+    /// Journals what the resident keeper did since the last release and shows its health.
+    fn track_residents(&mut self) -> Result<()> {
+        if let Some(records) = &self.resident_records {
+            for record in records.try_iter().collect::<Vec<_>>() {
+                self.journal.append(&record)?;
+            }
+        }
+        if let Some(health) = &self.resident_health {
+            let health = health.lock().map(|h| h.clone()).unwrap_or_default();
+            if let Ok(mut status) = self.status.lock() {
+                status.resident = health;
+                status.journal_records = self.journal.records();
+                status.journal_head = self.journal.head().to_owned();
+            }
+        }
+        Ok(())
+    }
+
     /// A release the MCU refused: logged, journaled, never scored. After STALE (another client
     /// moved the MCU to a newer epoch) the session starts a newer epoch between releases.
     fn refused(&mut self, release: Release) -> Result<()> {
@@ -599,6 +657,10 @@ impl Daemon {
             let (status, stop) = (self.status.clone(), stop.clone());
             std::thread::spawn(move || serve_status(listener, status, stop))
         };
+        let keeper_thread = self.keeper.take().map(|keeper| {
+            let stop = stop.clone();
+            std::thread::spawn(move || keeper.run(&stop))
+        });
         let period = Duration::from_millis(self.config.period_ms);
         let mut recent_windows: VecDeque<f64> = VecDeque::with_capacity(RECENT_WINDOWS);
         let mut last_decisions: VecDeque<DecisionRecord> =
@@ -607,6 +669,7 @@ impl Daemon {
         let result = (|| -> Result<()> {
             while !stop.load(Ordering::SeqCst) && limit.is_none_or(|l| observations < l) {
                 let release = Instant::now();
+                self.track_residents()?;
                 self.track_mcu()?;
                 let (latency_us, ok) = match self.observe_chain() {
                     Release::Scored { latency_us, ok } => (latency_us, ok),
@@ -676,6 +739,10 @@ impl Daemon {
         })();
         stop.store(true, Ordering::SeqCst);
         let _ = status_thread.join();
+        if let Some(thread) = keeper_thread {
+            let _ = thread.join();
+        }
+        let _ = self.track_residents();
         let _ = std::fs::remove_file(&self.config.socket);
         self.journal.append(&serde_json::json!({"event": "shutdown", "observations": observations, "error": result.as_ref().err().map(|e| format!("{e:#}"))}))?;
         result

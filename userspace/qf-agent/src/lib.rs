@@ -2,7 +2,8 @@
 //!
 //! * [`cli`]: `qf run|profile|replay|resident|evaluate|report|status` (the `qf` binary of
 //!   `qf-cli` dispatches to these);
-//! * [`daemon`]: `qfabricd`, a declared chain run live under the guarded recovery controller;
+//! * [`daemon`]: `qfabricd`, a declared chain run live under the guarded recovery controller,
+//!   and [`residents`], the MCU-resident chains it keeps installed;
 //! * `src/bin/qf-executor.rs`: the persistent Linux executor process the agent spawns.
 //!
 //! Below it: `qf-decision` (the decision path), `qf-execution` (domains, framing, caller policies,
@@ -11,3 +12,4 @@
 
 pub mod cli;
 pub mod daemon;
+pub mod residents;

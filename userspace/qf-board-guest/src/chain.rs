@@ -1,7 +1,8 @@
 //! The resident-chain check (QFabric Section VIII-A: a task the MCU releases on its own timer,
 //! sending only its results to Linux).
 //!
-//! `chain-template` prints the request the host installs as the emulated MCU's chain. `chain`
+//! `chain-template` prints the request installed as the MCU's chain (`qf resident install
+//! --template`). `chain`
 //! is Linux's side: one ordinary request tells the MCU this endpoint's address, then every
 //! result the MCU sends unasked is checked against `qf_tasks::serve` run here on the template
 //! with that result's invocation id, and its arrival time is recorded.
@@ -34,7 +35,7 @@ pub fn request(epoch: u32, invocation_id: u64, out: &mut [u8; MAX_FRAME_LEN]) ->
         .map_err(|e| anyhow::anyhow!("encode chain request: {e:?}"))
 }
 
-/// The template in lowercase hex, the form the emulator's `chain start` takes.
+/// The template in lowercase hex, the form `qf resident install --template` takes.
 pub fn template_hex(epoch: u32) -> Result<String> {
     let mut frame = [0u8; MAX_FRAME_LEN];
     let len = request(epoch, FIRST_INVOCATION, &mut frame)?;

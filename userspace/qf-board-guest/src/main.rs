@@ -10,7 +10,8 @@
 //!
 //! Commands (`qf-board-guest --help`, clap): `frames`, `sizes`, `latency`, `chain-template`,
 //! `chain` (rpmsg_char); `dev-frames`, `dev-concurrent`, `dev-abuse`, `dev-latency`, `dev-stats`,
-//! `dev-recv` (`--dev PATH`, default /dev/qfabric0); `irq-fifo --name NAME --priority P`.
+//! `dev-recv` (`--dev PATH`, default /dev/qfabric0); `irq-fifo --name NAME --priority P`;
+//! `as-user --uid UID COMMAND...`.
 //! Prints one summary line and exits 0 on success, 1 on the first failure (with the frame that
 //! failed).
 
@@ -65,7 +66,7 @@ enum Command {
     Malformed(Epoch),
     /// Round-trip percentiles of `add` through rpmsg_char.
     Latency(Traffic),
-    /// Prints the resident chain's template request in hex, for the emulator's `chain start`.
+    /// Prints the resident chain's template request in hex, for `qf resident install --template`.
     ChainTemplate(Epoch),
     /// Checks the resident chain's results, byte for byte.
     Chain(ChainArgs),
@@ -83,6 +84,32 @@ enum Command {
     DevRecv(Dev),
     /// Puts a threaded interrupt's kernel thread (irq/<N>-NAME) at SCHED_FIFO P.
     IrqFifo(IrqFifo),
+    /// Runs COMMAND as user and group UID with no supplementary groups (the guest has no
+    /// user database): a caller without permission on a device.
+    AsUser(AsUser),
+}
+
+#[derive(Debug, Args)]
+struct AsUser {
+    /// The user and group id (e.g. 65534, nobody).
+    #[arg(long)]
+    uid: u32,
+    /// The command and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<String>,
+}
+
+/// Drops to `uid`:`uid` and runs `command` in place of this process.
+fn as_user(args: &AsUser) -> Result<()> {
+    use nix::unistd::{setgid, setgroups, setuid, Gid, Uid};
+    use std::os::unix::process::CommandExt;
+    setgroups(&[]).map_err(|e| anyhow::anyhow!("setgroups: {e}"))?;
+    setgid(Gid::from_raw(args.uid)).map_err(|e| anyhow::anyhow!("setgid {}: {e}", args.uid))?;
+    setuid(Uid::from_raw(args.uid)).map_err(|e| anyhow::anyhow!("setuid {}: {e}", args.uid))?;
+    let error = std::process::Command::new(&args.command[0])
+        .args(&args.command[1..])
+        .exec();
+    anyhow::bail!("running {}: {error}", args.command[0])
 }
 
 #[derive(Debug, Args)]
@@ -201,6 +228,7 @@ fn run(args: &[String]) -> Result<()> {
             Ok(())
         }
         Command::IrqFifo(args) => irq::set_fifo(&args.name, args.priority),
+        Command::AsUser(args) => as_user(&args),
         Command::DevFrames(args) => {
             let device = Device::open(&args.dev.dev)?;
             let via = format!(", {}", device.path().display());

@@ -21,6 +21,7 @@ use qf_execution::load::Load;
 use qf_execution::qfabric_dev::monotonic_ns;
 use qf_execution::rt::{set_scheduling, CallerPolicy, Scheduling};
 use qf_execution::serial::SerialLine;
+use qf_execution::subscribed::McuSubscribed;
 use qf_execution::workload::{decode_request, encode_request, outcome_ok, random_request, Request};
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
@@ -115,7 +116,11 @@ pub struct ResidentSummary {
 #[derive(Debug, Clone)]
 pub struct ObserveSpec {
     pub chain: ChainRequest,
-    /// Where the results arrive: [`McuEndpoint::Rpmsg`] or [`McuEndpoint::Kernel`].
+    /// The chain's id, which its results carry as their contract id: results of other chains
+    /// are skipped. `None`: every result is the chain's (an MCU that tags none).
+    pub chain_id: Option<u32>,
+    /// Where the results arrive: [`McuEndpoint::Rpmsg`], [`McuEndpoint::Kernel`], or a
+    /// [`McuEndpoint::Socket`] subscribed to them.
     pub endpoint: McuEndpoint,
     pub period: Duration,
     pub loads: Vec<Load>,
@@ -235,15 +240,15 @@ impl ObserveSpec {
                 McuChannel::new(SerialLine::open(device, *baud)?, timeout),
                 timeout,
             ),
-            McuEndpoint::Socket(path) => bail!(
-                "the MCU endpoint {} is a socket, which carries only replies: resident results need --mcu-rpmsg or --mcu-dev",
-                path.display()
-            ),
+            McuEndpoint::Socket(path) => {
+                self.observe_on(McuSubscribed::connect(path, timeout)?, timeout)
+            }
         }
     }
 
     /// Binds the channel (one ordinary request, so the MCU sends its results to us), drops what
-    /// was queued before, then keeps `samples` results after `warmup`.
+    /// was queued before, then keeps `samples` results of the chain after `warmup` (results of
+    /// other chains are skipped).
     fn observe_on<T: McuTransport>(
         &self,
         mut mcu: McuChannel<T>,
@@ -271,8 +276,16 @@ impl ObserveSpec {
         let mut previous = None;
         let mut start = None;
         let mut seen = 0usize;
+        // Other chains' results do not count as the wait's end: the time-out runs from the
+        // chain's previous result.
+        let mut waiting_since = Instant::now();
         while arrivals.len() < self.samples {
-            let (len, received_ns) = mcu.receive(&mut response, timeout)?.with_context(|| {
+            let left = timeout.saturating_sub(waiting_since.elapsed());
+            let received = match left.is_zero() {
+                true => None,
+                false => mcu.receive(&mut response, left)?,
+            };
+            let (len, received_ns) = received.with_context(|| {
                 format!(
                     "waiting for chain result {}: none within {} ms",
                     seen + 1,
@@ -282,9 +295,18 @@ impl ObserveSpec {
             let at = Instant::now();
             let wake = received_ns.map(|r| Duration::from_nanos(monotonic_ns().saturating_sub(r)));
             let frame = &response[..len];
-            let id = decode_frame(frame)
-                .map(|f| f.header.invocation_id)
+            let header = decode_frame(frame)
+                .map(|f| f.header)
                 .map_err(|e| anyhow::anyhow!("a chain result that is no frame: {e}"))?;
+            if self
+                .chain_id
+                .is_some_and(|chain| header.contract_id != chain)
+            {
+                // Another chain's result.
+                continue;
+            }
+            let id = header.invocation_id;
+            waiting_since = at;
             if id < first || id - first > u64::from(u32::MAX) {
                 bail!("result {id:#x} is not from the chain (ids start at {first:#x})");
             }

@@ -6,6 +6,8 @@
 //!   on a serial line ([`serial`]);
 //! * [`reconnect`]: reconnecting with bounded backoff, one rule for every MCU endpoint that can
 //!   go away;
+//! * [`chains`]: resident-chain control (install, start, stop, remove, status, list) through
+//!   any MCU endpoint; [`subscribed`]: the socket endpoint that also brings chain results;
 //! * [`wire`]: the stream framing (a u16 big-endian length prefix, one frame, and on replies an
 //!   optional 8-byte compute trailer), and its resynchronisation on a serial line;
 //! * [`rt`]: caller policies and Linux scheduling classes;
@@ -18,6 +20,7 @@
 //! [`qfabric_dev`] (two ioctls and a poll).
 #![deny(unsafe_code)]
 
+pub mod chains;
 pub mod domain;
 pub mod executor;
 pub mod load;
@@ -27,5 +30,6 @@ pub mod rpmsg_char;
 pub mod rt;
 pub mod serial;
 pub mod session;
+pub mod subscribed;
 pub mod wire;
 pub mod workload;

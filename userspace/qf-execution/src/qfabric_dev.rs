@@ -157,6 +157,9 @@ fn missing_hint(error: &std::io::Error) -> &'static str {
         std::io::ErrorKind::NotFound => {
             " (is the module qfabric_rpmsg loaded, and has the MCU announced its `qfabric` channel?)"
         }
+        std::io::ErrorKind::PermissionDenied => {
+            " (calling the MCU, resident-chain control included, needs read and write permission on the device)"
+        }
         _ => "",
     }
 }

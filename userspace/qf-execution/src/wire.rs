@@ -30,6 +30,14 @@
 //! Neither the framing nor ABI v1 carries a checksum: corruption that leaves a well-formed frame
 //! (a flipped bit in a payload) is not detected on the line. The caller matches each reply to its
 //! request by invocation id and compares the outputs it can check.
+//!
+//! **Frames sent unasked** (an MCU's resident-chain results): a client that wants them sends the
+//! **subscribe** message, an empty body (length 0), and the endpoint answers with an empty
+//! body. From then on the endpoint may send this client, between or before its replies, frames
+//! nobody asked for, each with the top bit of its length prefix set ([`UNASKED`]): a client that
+//! never subscribed never sees one, and one that did tells them from replies by that bit. An
+//! endpoint that predates subscriptions answers the empty body with a MALFORMED response frame,
+//! which tells the client it delivers nothing unasked.
 
 use qf_abi::{HEADER_LEN, MAX_FRAME_LEN};
 use std::io::{self, Read, Write};
@@ -40,6 +48,62 @@ pub const PREFIX_LEN: usize = 2;
 pub const TRAILER_LEN: usize = 8;
 /// Largest message body: a whole frame plus the trailer.
 pub const MAX_MESSAGE_LEN: usize = MAX_FRAME_LEN + TRAILER_LEN;
+/// The length prefix's flag of a frame sent unasked to a subscribed client.
+pub const UNASKED: u16 = 0x8000;
+
+/// One message read by [`read_any`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message {
+    /// The body is `buf[..len]`.
+    pub len: usize,
+    /// Sent unasked (length prefix with [`UNASKED`]).
+    pub unasked: bool,
+}
+
+/// Writes one frame sent unasked (the prefix carries [`UNASKED`]; no trailer).
+pub fn write_unasked(stream: &mut impl Write, frame: &[u8]) -> io::Result<()> {
+    if frame.len() > MAX_FRAME_LEN {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("frame of {} bytes exceeds {MAX_FRAME_LEN}", frame.len()),
+        ));
+    }
+    let mut message = [0u8; PREFIX_LEN + MAX_FRAME_LEN];
+    message[..PREFIX_LEN].copy_from_slice(&(frame.len() as u16 | UNASKED).to_be_bytes());
+    message[PREFIX_LEN..PREFIX_LEN + frame.len()].copy_from_slice(frame);
+    stream.write_all(&message[..PREFIX_LEN + frame.len()])?;
+    stream.flush()
+}
+
+/// Reads one message of a subscribed client: a reply, or a frame sent unasked; `Ok(None)` on a
+/// clean end of stream before a prefix.
+pub fn read_any(
+    stream: &mut impl Read,
+    buf: &mut [u8; MAX_MESSAGE_LEN],
+) -> io::Result<Option<Message>> {
+    let mut prefix = [0u8; PREFIX_LEN];
+    match stream.read_exact(&mut prefix) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let raw = u16::from_be_bytes(prefix);
+    let unasked = raw & UNASKED != 0;
+    let len = usize::from(raw & !UNASKED);
+    let limit = if unasked {
+        MAX_FRAME_LEN
+    } else {
+        MAX_MESSAGE_LEN
+    };
+    if len > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("message length {len} exceeds {limit}"),
+        ));
+    }
+    stream.read_exact(&mut buf[..len])?;
+    Ok(Some(Message { len, unasked }))
+}
 
 /// Shortest message body: one frame header.
 pub const MIN_MESSAGE_LEN: usize = HEADER_LEN;
@@ -462,5 +526,30 @@ mod tests {
             recovered += 1;
         }
         assert_eq!(recovered, 500);
+    }
+
+    #[test]
+    fn frames_sent_unasked_are_flagged_and_only_a_subscriber_reads_them() {
+        let frame = b"0123456789abcdef0123456789abcdef0123";
+        let mut stream = Vec::new();
+        write_unasked(&mut stream, frame).unwrap();
+        write_message(&mut stream, frame, Some(7)).unwrap();
+        let mut buf = [0u8; MAX_MESSAGE_LEN];
+        let mut reader = &stream[..];
+        let first = read_any(&mut reader, &mut buf).unwrap().unwrap();
+        assert_eq!((first.len, first.unasked), (frame.len(), true));
+        assert_eq!(&buf[..first.len], frame);
+        let second = read_any(&mut reader, &mut buf).unwrap().unwrap();
+        assert_eq!(
+            (second.len, second.unasked),
+            (frame.len() + TRAILER_LEN, false)
+        );
+        assert!(read_any(&mut reader, &mut buf).unwrap().is_none());
+        // A client that never subscribed takes the flagged prefix for an oversized message.
+        assert!(read_message(&mut &stream[..], &mut buf).is_err());
+        assert!(write_unasked(&mut Vec::new(), &[0; MAX_FRAME_LEN + 1]).is_err());
+        // An unasked frame carries no trailer: longer than a frame is refused.
+        let long = ((MAX_FRAME_LEN as u16 + 1) | UNASKED).to_be_bytes();
+        assert!(read_any(&mut &long[..], &mut buf).is_err());
     }
 }

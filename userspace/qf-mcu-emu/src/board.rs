@@ -1,6 +1,7 @@
 //! The remote core on the virtual board: publishes the control block and resource table, keeps
-//! the heartbeat, serves the rpmsg vrings of each attach session, runs a resident chain, and
-//! crashes and restarts on command. The rules are docs/virtual-board.md's (rev 2).
+//! the heartbeat, serves the rpmsg vrings of each attach session, releases the resident chains
+//! (a crash or hang ends them: they live in the MCU's RAM, and must be installed again after a
+//! restart), and crashes and restarts on command. The rules are docs/virtual-board.md's (rev 2).
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -21,7 +22,6 @@ use crate::layout::{
     control, McuState, CHANNEL_ADDR, HEARTBEAT_PERIOD_US, LAYOUT_VERSION, MAGIC, RSC_TABLE_OFFSET,
 };
 use crate::mcu::Mcu;
-use crate::resident::ChainPlan;
 use crate::rpmsg::{self, NS_ADDR};
 use crate::rsc_table::{self, TABLE_LEN};
 use crate::shm::{SharedMemory, ShmError};
@@ -30,7 +30,7 @@ use crate::vring::{DeviceError, RpmsgDevice, Sent};
 /// Name of the rpmsg channel the MCU announces.
 pub const CHANNEL_NAME: &str = "qfabric";
 
-/// Lifecycle and chain commands.
+/// Lifecycle commands.
 #[derive(Debug, Clone)]
 pub enum Command {
     /// Stop the heartbeat, publish `crashed`, stop serving.
@@ -40,12 +40,6 @@ pub enum Command {
     Hang,
     /// New generation, re-publish, wait for Linux to re-attach.
     Restart,
-    /// Install and start a resident chain (replacing one of the same id), as `ctl chain
-    /// start` does. A crash or hang ends it: the chain lives in the MCU's RAM, so after a
-    /// restart it must be installed again.
-    ChainStart(Box<ChainPlan>),
-    /// Stop and remove every resident chain.
-    ChainStop,
     /// Send this many garbage frames ([`crate::garbage`]) to the endpoint that last wrote.
     Garbage(u64),
     /// The chains changed (a control frame from any transport): aim the chain timer again.
@@ -335,26 +329,6 @@ impl Board {
                 self.mcu.restart();
                 self.heart_alive.store(true, Ordering::SeqCst);
                 self.publish()?;
-            }
-            Command::ChainStart(plan) => {
-                if self.mcu.is_crashed() {
-                    log::warn!("mcu: chain not started: the MCU is down");
-                    return Ok(());
-                }
-                let (period, budget) = (plan.period(), plan.budget());
-                match self.mcu.chain_ctl_start(&plan) {
-                    Ok(()) => log::info!(
-                        "mcu: resident chain started, period {period:?}, CBS budget {budget:?}"
-                    ),
-                    // The board keeps serving; the chain's counters show it never ran.
-                    Err(e) => log::error!("mcu: chain refused: {e}"),
-                }
-                self.publish_chain_stats();
-            }
-            Command::ChainStop => {
-                self.mcu.chain_ctl_stop();
-                self.publish_chain_stats();
-                log::info!("mcu: resident chains stopped");
             }
             Command::Garbage(n) => self.send_garbage(n)?,
             Command::ChainsChanged => self.publish_chain_stats(),

@@ -1,9 +1,9 @@
 //! The control socket: fault knobs and lifecycle commands at run time, one text line per
 //! command, one line back (`ok ...` or `error: ...`). Commands:
 //! `latency-us N`, `drop-every N` (0 = off), `silent on|off`, `crash`, `hang`, `restart`,
-//! `chain start PERIOD_US TEMPLATE_HEX [BUDGET_US]`, `chain stop`, `garbage N` (N frames that
-//! answer nothing, see [`crate::garbage`]), `defect KIND|none` (restart as a broken image, see
-//! [`crate::defect`], or a good one), `status`.
+//! `garbage N` (N frames that answer nothing, see [`crate::garbage`]), `defect KIND|none`
+//! (restart as a broken image, see [`crate::defect`], or a good one), `status`. Resident chains
+//! are installed and started by control frames from Linux (`qf resident`), not here.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -17,7 +17,6 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use crate::board::{BoardControl, Command};
 use crate::defect::Defect;
 use crate::mcu::Mcu;
-use crate::resident::ChainPlan;
 
 /// A parsed control command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,14 +27,6 @@ pub enum Request {
     Crash,
     Hang,
     Restart,
-    /// A resident chain running the request frame `template` every `period_us`, with a CBS
-    /// budget of `budget_us` per period (0: none).
-    ChainStart {
-        period_us: u64,
-        template: Vec<u8>,
-        budget_us: u64,
-    },
-    ChainStop,
     /// Send this many garbage frames to the endpoint that last wrote to the channel.
     Garbage(u64),
     /// Restart as this broken image, or a good one (`None`).
@@ -46,9 +37,6 @@ pub enum Request {
 /// Most garbage frames one command sends: fewer than Linux's 256 receive buffers, so all of
 /// them are delivered at once.
 pub const MAX_GARBAGE: u64 = 200;
-
-/// The arguments of `chain start`.
-const CHAIN_USAGE: &str = "start PERIOD_US TEMPLATE_HEX [BUDGET_US]";
 
 /// Parses one command line; the error names the offending word.
 pub fn parse(line: &str) -> Result<Request, String> {
@@ -84,28 +72,6 @@ pub fn parse(line: &str) -> Result<Request, String> {
             Some(name) => Request::Defect(Some(Defect::parse(name)?)),
             None => return Err("defect needs a kind or 'none'".to_string()),
         },
-        Some("chain") => match words.get(1).copied() {
-            Some("start") => Request::ChainStart {
-                period_us: number("chain start PERIOD_US", words.get(2))?,
-                template: hex::decode(words.get(3).copied().unwrap_or("")).map_err(|e| {
-                    format!(
-                        "chain start TEMPLATE_HEX: '{}': {e}",
-                        words.get(3).unwrap_or(&"")
-                    )
-                })?,
-                budget_us: match words.get(4) {
-                    Some(_) => number("chain start BUDGET_US", words.get(4))?,
-                    None => 0,
-                },
-            },
-            Some("stop") => Request::ChainStop,
-            other => {
-                let got = other.unwrap_or("");
-                return Err(format!(
-                    "chain: expected '{CHAIN_USAGE}' or 'stop', got '{got}'"
-                ));
-            }
-        },
         Some(other) => return Err(unknown(other)),
         None => return Err("empty command".to_string()),
     };
@@ -115,8 +81,6 @@ pub fn parse(line: &str) -> Result<Request, String> {
         | Request::Silent(_)
         | Request::Garbage(_)
         | Request::Defect(_) => 2..=2,
-        Request::ChainStart { .. } => 4..=5,
-        Request::ChainStop => 2..=2,
         _ => 1..=1,
     };
     if !expected_words.contains(&words.len()) {
@@ -126,19 +90,13 @@ pub fn parse(line: &str) -> Result<Request, String> {
         } else {
             format!("{least} or {most}")
         };
-        // The command's own words ("chain start"), not its arguments.
-        let named = (least + 1).min(words.len()).min(2);
-        return Err(format!(
-            "'{}' takes {count} argument(s)",
-            words[..named].join(" ")
-        ));
+        return Err(format!("'{}' takes {count} argument(s)", words[0]));
     }
     Ok(request)
 }
 
 fn unknown(word: &str) -> String {
-    let known =
-        "latency-us, drop-every, silent, crash, hang, restart, chain, garbage, defect, status";
+    let known = "latency-us, drop-every, silent, crash, hang, restart, garbage, defect, status";
     format!("unknown command '{word}' ({known})")
 }
 
@@ -194,30 +152,6 @@ impl ControlServer {
             Request::Restart => match &self.board {
                 Some(board) => board.send(Command::Restart),
                 None => self.mcu.restart(),
-            },
-            Request::ChainStart {
-                period_us,
-                template,
-                budget_us,
-            } => {
-                if self.board.is_none() {
-                    return "error: chain: needs the rpmsg board (--ivshmem-socket)".to_string();
-                }
-                let plan = match ChainPlan::new(&template, period_us) {
-                    Ok(plan) => plan.with_budget(budget_us),
-                    Err(e) => return format!("error: chain: {e}"),
-                };
-                // Installed and started here, through the table the control frames use, so a
-                // refusal is answered with its reason.
-                if let Err(e) = self.mcu.chain_ctl_start(&plan) {
-                    return format!("error: chain: {e}");
-                }
-            }
-            Request::ChainStop => match &self.board {
-                Some(board) => board.send(Command::ChainStop),
-                None => {
-                    return "error: chain: needs the rpmsg board (--ivshmem-socket)".to_string()
-                }
             },
             Request::Garbage(n) => match &self.board {
                 Some(board) => board.send(Command::Garbage(n)),
@@ -317,26 +251,7 @@ mod tests {
     }
 
     #[test]
-    fn chain_commands_parse_and_bad_ones_name_the_word() {
-        assert_eq!(
-            parse("chain start 10000 0a0B"),
-            Ok(Request::ChainStart {
-                period_us: 10000,
-                template: vec![0x0a, 0x0b],
-                budget_us: 0,
-            })
-        );
-        assert_eq!(
-            parse("chain start 10000 0a0B 2500"),
-            Ok(Request::ChainStart {
-                period_us: 10000,
-                template: vec![0x0a, 0x0b],
-                budget_us: 2500,
-            })
-        );
-        let e = parse("chain start 10000 00 lots").unwrap_err();
-        assert!(e.contains("BUDGET_US: 'lots'"), "{e}");
-        assert_eq!(parse("chain stop"), Ok(Request::ChainStop));
+    fn garbage_parses_and_chain_is_no_command_any_more() {
         assert_eq!(parse("garbage 200"), Ok(Request::Garbage(200)));
         assert!(parse("garbage 0").unwrap_err().contains("not in 1..=200"));
         assert!(parse("garbage 201").unwrap_err().contains("201"));
@@ -344,17 +259,8 @@ mod tests {
         assert!(parse("garbage 5 6")
             .unwrap_err()
             .contains("takes 1 argument"));
-        let e = parse("chain start 10000 0g").unwrap_err();
-        assert!(e.contains("TEMPLATE_HEX: '0g'"), "{e}");
-        let e = parse("chain start ten 00").unwrap_err();
-        assert!(e.contains("'ten' is not a non-negative integer"), "{e}");
-        let e = parse("chain start 10000").unwrap_err();
-        assert!(e.contains("'chain start' takes 3 or 4 argument"), "{e}");
-        let e = parse("chain start 10000 00 1 extra").unwrap_err();
-        assert!(e.contains("'chain start' takes 3 or 4 argument"), "{e}");
-        assert!(parse("chain go").unwrap_err().contains("got 'go'"));
-        assert!(parse("chain stop now")
-            .unwrap_err()
-            .contains("'chain stop' takes 1"));
+        // Chains are started by control frames (`qf resident`).
+        let e = parse("chain start 10000 00").unwrap_err();
+        assert!(e.contains("unknown command 'chain'"), "{e}");
     }
 }

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 
 use qf_mcu_emu::board::Board;
+use qf_mcu_emu::chain_loop::ChainLoop;
 use qf_mcu_emu::compute::ComputeModel;
 use qf_mcu_emu::control::{self, ControlServer};
 use qf_mcu_emu::defect::Defect;
@@ -97,8 +98,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Ctl {
     /// Send one command to a running emulator's control socket and print the reply:
-    /// latency-us N | drop-every N | silent on|off | crash | hang | restart | status |
-    /// chain start PERIOD_US TEMPLATE_HEX [BUDGET_US] | chain stop.
+    /// latency-us N | drop-every N | silent on|off | crash | hang | restart | garbage N |
+    /// status. (Resident chains: `qf resident`, through the MCU's own endpoints.)
     Ctl {
         #[arg(long, value_name = "PATH")]
         control_socket: PathBuf,
@@ -202,6 +203,14 @@ fn run(cli: Cli) -> Result<()> {
         (None, Some(link)) => Some(SerialEndpoint::pty(link, cli.baud)?),
         (None, None) => None,
     };
+    // Without the board, the socket's subscribers take the chains' results: a loop of their own
+    // releases them.
+    let chain_loop = match (&board, &endpoint) {
+        (None, Some(_)) => {
+            Some(ChainLoop::new(Arc::clone(&mcu)).context("creating the chain timer")?)
+        }
+        _ => None,
+    };
     let control_server = match &cli.control_socket {
         Some(path) => {
             let status = status_fn(
@@ -247,6 +256,9 @@ fn run(cli: Cli) -> Result<()> {
         if let Some(serial) = &serial {
             let mcu = Arc::clone(&mcu);
             workers.push(scope.spawn(move || serial.run(stop_fd, &mcu).context("serial endpoint")));
+        }
+        if let Some(chains) = &chain_loop {
+            workers.push(scope.spawn(move || chains.run(stop_fd).context("chain loop")));
         }
         if let Some(server) = &control_server {
             workers.push(scope.spawn(move || server.run(stop_fd).context("control socket")));

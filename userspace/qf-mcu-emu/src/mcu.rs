@@ -7,14 +7,17 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use nix::sys::time::TimeSpec;
-use qf_abi::{AbiError, Status, MAX_FRAME_LEN};
+use std::sync::Arc;
+
+use qf_abi::{Status, MAX_FRAME_LEN};
 use qf_chain::{serve_with_chains, ChainStats, ChainTable};
 
 use qf_tasks::Replay;
 
 use crate::compute::ComputeModel;
 use crate::faults::{Faults, Verdict};
-use crate::resident::{ChainPlan, McuChains};
+use crate::resident::McuChains;
+use crate::subscribers::Subscribers;
 
 /// Counters of the frame service.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +52,8 @@ pub type ChainWaker = Box<dyn Fn() + Send + Sync>;
 pub struct Mcu {
     state: Mutex<State>,
     chain_waker: Mutex<Option<ChainWaker>>,
+    /// Unix-socket clients that take the chains' results.
+    subscribers: Arc<Subscribers>,
     faults: Faults,
     crashed: AtomicBool,
     origin: Instant,
@@ -74,6 +79,7 @@ impl Mcu {
                 executor: McuChains::new(ComputeModel::Host),
             }),
             chain_waker: Mutex::new(None),
+            subscribers: Arc::new(Subscribers::default()),
             faults,
             crashed: AtomicBool::new(false),
             origin: Instant::now(),
@@ -130,45 +136,27 @@ impl Mcu {
         self.lock().executor.next_due()
     }
 
+    /// The Unix-socket clients subscribed to the chains' results.
+    pub fn subscribers(&self) -> &Arc<Subscribers> {
+        &self.subscribers
+    }
+
     /// Runs the due jobs of every running chain, handing each result to `send` (true: the
-    /// transport took it). Nothing runs while the MCU is down.
+    /// transport took it) and to every subscribed socket client; a result neither took is
+    /// counted as not delivered. Nothing runs while the MCU is down.
     pub fn release_chains(&self, send: &mut dyn FnMut(&[u8]) -> bool) {
         if self.is_crashed() {
             return;
         }
+        let subscribers = Arc::clone(&self.subscribers);
+        let mut deliver = |frame: &[u8]| {
+            let sent = send(frame);
+            subscribers.deliver(frame) || sent
+        };
         let state = &mut *self.lock();
-        for (slot, chain, counters) in state.executor.release_due(send) {
+        for (slot, chain, counters) in state.executor.release_due(&mut deliver) {
             state.chains.ended(slot, chain, counters);
         }
-    }
-
-    /// `ctl chain start`: replaces the chain of the plan's id by a new one, installed and
-    /// started through the same table as the control frames.
-    pub fn chain_ctl_start(&self, plan: &ChainPlan) -> Result<(), AbiError> {
-        if self.is_crashed() {
-            return Err(AbiError {
-                status: Status::ExecutionError,
-                offset: 0,
-                field: "the MCU is down",
-                problem: qf_abi::Problem::InvalidValue,
-            });
-        }
-        let state = &mut *self.lock();
-        let install = plan.install();
-        let _ = state.chains.remove(install.chain_id, &mut state.executor);
-        state.chains.install(install, &mut state.executor)?;
-        let started = state.chains.start(install.chain_id, &mut state.executor);
-        if started.is_err() {
-            let _ = state.chains.remove(install.chain_id, &mut state.executor);
-        }
-        self.wake_chains();
-        started
-    }
-
-    /// `ctl chain stop`: stops and removes every chain.
-    pub fn chain_ctl_stop(&self) {
-        let state = &mut *self.lock();
-        state.chains.clear(&mut state.executor);
     }
 
     /// Whether a chain runs, and the counters of the first installed one (lateness and

@@ -16,10 +16,7 @@
 //! deadline and a full budget). Sending the result is the board's job (`board.rs`), since only
 //! the board owns the vrings.
 
-use std::time::Duration;
-
 use nix::sys::time::TimeSpec;
-use qf_abi::chain::{ChainInstall, TEMPLATE_CAPACITY};
 use qf_abi::{AbiError, Problem, Status};
 use qf_chain::{
     reserve_thread, Chain, ChainExecutor, ChainStats, ChainTiming, NoTimers, ThreadCounters,
@@ -29,10 +26,6 @@ use qf_sched::{Bandwidth, Callback, Kernel, Notice, Scheduler, ThreadId};
 
 use crate::compute::ComputeModel;
 use crate::kernel::McuKernel;
-
-/// The chain id `qf-mcu-emu ctl chain start` installs under when its template names no
-/// contract (a template's contract id otherwise, so its results keep it).
-pub const CTL_CHAIN_ID: u32 = 1;
 
 /// Why a running chain could not go on.
 #[derive(Debug, thiserror::Error)]
@@ -49,66 +42,6 @@ pub enum ChainError {
     },
     #[error("chain: a job failed: {0}")]
     Job(AbiError),
-}
-
-/// What `ctl chain start PERIOD_US TEMPLATE_HEX [BUDGET_US]` asks for, as the install frame's
-/// payload: checked by the chain table like any install.
-#[derive(Debug, Clone)]
-pub struct ChainPlan {
-    install: ChainInstall,
-}
-
-impl ChainPlan {
-    /// A chain running the request frame `template` every `period_us`, under the template's
-    /// contract id (or [`CTL_CHAIN_ID`]). Only the sizes are checked here (a template longer
-    /// than an install carries, a period beyond `u32`): the rest is the table's.
-    pub fn new(template: &[u8], period_us: u64) -> Result<ChainPlan, AbiError> {
-        let too_big = |field, value: usize, max: usize| AbiError {
-            status: Status::OutOfRange,
-            offset: 0,
-            field,
-            problem: Problem::OutOfRange {
-                value: value as u64,
-                min: 0,
-                max: max as u64,
-            },
-        };
-        let period_us = u32::try_from(period_us)
-            .map_err(|_| too_big("period_us", period_us as usize, u32::MAX as usize))?;
-        let contract = template
-            .get(24..28)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u32::from_be_bytes);
-        let chain_id = if contract == 0 {
-            CTL_CHAIN_ID
-        } else {
-            contract
-        };
-        let install = ChainInstall::new(chain_id, template, period_us, 0)
-            .ok_or_else(|| too_big("template", template.len(), TEMPLATE_CAPACITY))?;
-        Ok(ChainPlan { install })
-    }
-
-    /// Gives the chain's thread a CBS with this budget per period (0: none).
-    pub fn with_budget(mut self, budget_us: u64) -> ChainPlan {
-        self.install.budget_us = u32::try_from(budget_us).unwrap_or(u32::MAX);
-        self
-    }
-
-    /// The install it stands for.
-    pub fn install(&self) -> &ChainInstall {
-        &self.install
-    }
-
-    /// The period.
-    pub fn period(&self) -> Duration {
-        Duration::from_micros(self.install.period_us.into())
-    }
-
-    /// The CBS budget per period (zero: no server).
-    pub fn budget(&self) -> Duration {
-        Duration::from_micros(self.install.budget_us.into())
-    }
 }
 
 /// The miss callback of every chain thread: the expiry's report is what counts, nothing to do.
@@ -413,7 +346,16 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use qf_abi::chain::ChainInstall;
     use qf_abi::{encode_frame, Header, MAX_FRAME_LEN};
+    use std::time::Duration;
+
+    /// The chain id the tests install under.
+    const CHAIN: u32 = 1;
+
+    fn install(template: &[u8], period_us: u32, budget_us: u32) -> ChainInstall {
+        ChainInstall::new(CHAIN, template, period_us, budget_us).unwrap()
+    }
     use qf_chain::ChainTable;
     use qf_tasks::{AddRequest, FirRequest, Task};
 
@@ -424,13 +366,13 @@ mod tests {
         frame[..len].to_vec()
     }
 
-    /// An MCU's chains with one chain installed from `plan` and started.
-    fn started(plan: &ChainPlan, compute: ComputeModel) -> (ChainTable, McuChains) {
+    /// An MCU's chains with one chain installed and started.
+    fn started(install: &ChainInstall, compute: ComputeModel) -> (ChainTable, McuChains) {
         let mut table = ChainTable::new();
         let mut chains = McuChains::new(compute);
         chains.set_released(true);
-        table.install(plan.install(), &mut chains).unwrap();
-        table.start(plan.install().chain_id, &mut chains).unwrap();
+        table.install(install, &mut chains).unwrap();
+        table.start(install.chain_id, &mut chains).unwrap();
         (table, chains)
     }
 
@@ -460,15 +402,14 @@ mod tests {
     fn the_first_job_runs_at_the_start_then_one_job_per_period_with_the_next_invocation_id() {
         // 20 ms: a loaded host does not make a job a period late (an overrun re-anchors).
         let add = template(Task::Add, 7 << 32, &AddRequest { a: 2, b: 3 });
-        let plan = ChainPlan::new(&add, 20_000).unwrap();
-        let (table, mut chains) = started(&plan, ComputeModel::Host);
+        let (table, mut chains) = started(&install(&add, 20_000, 0), ComputeModel::Host);
         let ids: Vec<u64> = (0..3).map(|_| next_job(&mut chains)).collect();
         assert_eq!(ids, [7 << 32, (7 << 32) + 1, (7 << 32) + 2]);
         let first = chains.control(0).unwrap().release() - 3 * 20_000;
         // Each job ended with qf-sched's periodic deadline_set, which set the next cycle's
         // release one period on.
         assert!(first < 1000, "released at the start: {first} µs");
-        let status = table.status(CTL_CHAIN_ID, &chains).unwrap();
+        let status = table.status(CHAIN, &chains).unwrap();
         assert_eq!(
             (status.releases, status.results, status.overruns),
             (3, 3, 0)
@@ -480,12 +421,12 @@ mod tests {
     fn a_job_longer_than_the_period_starts_the_next_at_once_as_an_overrun() {
         // FIR×64 takes the paper's M33 3.2 ms, three times the period.
         let request = FirRequest { samples: [100; 32] };
-        let plan = ChainPlan::new(&template(Task::FirX64, 1 << 32, &request), 1000).unwrap();
-        let (table, mut chains) = started(&plan, ComputeModel::PaperM33);
+        let fir = template(Task::FirX64, 1 << 32, &request);
+        let (table, mut chains) = started(&install(&fir, 1000, 0), ComputeModel::PaperM33);
         for _ in 0..3 {
             next_job(&mut chains);
         }
-        let status = table.status(CTL_CHAIN_ID, &chains).unwrap();
+        let status = table.status(CHAIN, &chains).unwrap();
         assert_eq!(status.releases, 3);
         assert_eq!(status.overruns, 2, "every job after the first: {status:?}");
     }
@@ -497,12 +438,10 @@ mod tests {
         // fires at 1, 2 and 3 ms into the job, each time postponing the server deadline by a
         // period (B_ROUT); a host slower than the model only adds exhaustions.
         let request = FirRequest { samples: [100; 32] };
-        let plan = ChainPlan::new(&template(Task::FirX64, 1 << 32, &request), 100_000)
-            .unwrap()
-            .with_budget(1000);
-        let (table, mut chains) = started(&plan, ComputeModel::PaperM33);
+        let fir = template(Task::FirX64, 1 << 32, &request);
+        let (table, mut chains) = started(&install(&fir, 100_000, 1000), ComputeModel::PaperM33);
         next_job(&mut chains);
-        let status = table.status(CTL_CHAIN_ID, &chains).unwrap();
+        let status = table.status(CHAIN, &chains).unwrap();
         let exhausted = status.budget_exhaustions;
         assert!(exhausted >= 3, "{exhausted} exhaustions");
         let control = chains.control(0).unwrap();
@@ -516,15 +455,15 @@ mod tests {
 
     #[test]
     fn without_a_board_loop_a_start_is_refused_and_nothing_changes() {
-        let plan = ChainPlan::new(&template(Task::Add, 1, &AddRequest { a: 2, b: 3 }), 1000)
-            .unwrap()
-            .with_budget(100);
+        let add = template(Task::Add, 1, &AddRequest { a: 2, b: 3 });
         let mut table = ChainTable::new();
         let mut chains = McuChains::new(ComputeModel::Host);
-        table.install(plan.install(), &mut chains).unwrap();
-        let e = table.start(CTL_CHAIN_ID, &mut chains).unwrap_err();
+        table
+            .install(&install(&add, 1000, 100), &mut chains)
+            .unwrap();
+        let e = table.start(CHAIN, &mut chains).unwrap_err();
         assert_eq!(e.status, Status::ExecutionError);
-        let status = table.status(CTL_CHAIN_ID, &chains).unwrap();
+        let status = table.status(CHAIN, &chains).unwrap();
         assert_eq!(status.state, qf_abi::chain::ChainState::Installed.code());
         assert_eq!(chains.next_due(), None);
     }

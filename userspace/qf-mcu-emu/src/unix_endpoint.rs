@@ -1,7 +1,8 @@
 //! The MCU endpoint on a Unix stream socket, for the host agent (no QEMU), in the agent's own
 //! framing (`qf_execution::wire`: u16 big-endian length, one frame; replies carry the 8-byte
 //! compute trailer). One reply per request unless a fault knob withholds it. Answers come from
-//! the same [`Mcu`] as over rpmsg.
+//! the same [`Mcu`] as over rpmsg. A client that sends the subscribe message (an empty body)
+//! also gets the resident chains' results, flagged as unasked ([`crate::subscribers`]).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -12,9 +13,10 @@ use std::thread::JoinHandle;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use qf_abi::MAX_FRAME_LEN;
-use qf_execution::wire::{read_message, write_message, MAX_MESSAGE_LEN};
+use qf_execution::wire::{read_message, MAX_MESSAGE_LEN};
 
 use crate::mcu::Mcu;
+use crate::subscribers::ClientWriter;
 
 /// The listening endpoint.
 pub struct UnixEndpoint {
@@ -88,12 +90,20 @@ impl Drop for UnixEndpoint {
 }
 
 fn serve_client(stream: UnixStream, mcu: &Mcu) {
-    serve_requests(&stream, mcu);
+    let writer = match stream.try_clone() {
+        Ok(clone) => Arc::new(ClientWriter::new(clone)),
+        Err(e) => {
+            log::warn!("unix endpoint: cannot serve a client: {e}");
+            return;
+        }
+    };
+    serve_requests(&stream, &writer, mcu);
+    mcu.subscribers().remove(&writer);
     // The accept loop keeps a clone of this stream: shut it down so the client sees the end.
     let _ = stream.shutdown(std::net::Shutdown::Both);
 }
 
-fn serve_requests(mut stream: &UnixStream, mcu: &Mcu) {
+fn serve_requests(mut stream: &UnixStream, writer: &Arc<ClientWriter>, mcu: &Mcu) {
     let mut request = [0u8; MAX_MESSAGE_LEN];
     let mut reply = [0u8; MAX_FRAME_LEN];
     loop {
@@ -106,9 +116,18 @@ fn serve_requests(mut stream: &UnixStream, mcu: &Mcu) {
                 return;
             }
         };
+        if len == 0 {
+            // The subscribe message: results from now on, acknowledged with an empty body.
+            mcu.subscribers().add(Arc::clone(writer));
+            if let Err(e) = writer.reply(&[], None) {
+                log::debug!("unix endpoint: client gone: {e}");
+                return;
+            }
+            continue;
+        }
         if let Some(answer) = mcu.handle(&request[..len], &mut reply) {
             let frame = &reply[..answer.len];
-            if let Err(e) = write_message(&mut stream, frame, Some(answer.compute_ns)) {
+            if let Err(e) = writer.reply(frame, Some(answer.compute_ns)) {
                 log::debug!("unix endpoint: client gone: {e}");
                 return;
             }

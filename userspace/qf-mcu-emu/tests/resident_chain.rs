@@ -10,11 +10,11 @@ use std::time::Duration;
 use common::frames::Reference;
 use common::linux::LinuxSide;
 use common::{attached, wait_until, Rig};
-use qf_abi::{encode_frame, Header, MAX_FRAME_LEN};
+use qf_abi::chain::{ChainInstall, ChainOp, ChainRef, CONTROL_EFFECT};
+use qf_abi::{encode_frame, Header, Status, MAX_FRAME_LEN};
 use qf_mcu_emu::board::Command;
 use qf_mcu_emu::faults::Faults;
 use qf_mcu_emu::layout::CHANNEL_ADDR;
-use qf_mcu_emu::resident::{ChainPlan, CTL_CHAIN_ID};
 use qf_tasks::{Crc32Request, Task};
 
 const T: Duration = Duration::from_secs(5);
@@ -31,10 +31,40 @@ fn crc_request(id: u64) -> Vec<u8> {
     out[..len].to_vec()
 }
 
-fn start_chain(rig: &Rig, period_us: u64) {
-    let plan = ChainPlan::new(&crc_request(FIRST_ID), period_us).unwrap();
-    rig.control.send(Command::ChainStart(Box::new(plan)));
+/// The chain's id; its template names no contract, and its results carry this id.
+const CHAIN: u32 = 3;
+
+/// Sends one control frame to the MCU (as any transport would) and returns the answer's status,
+/// `None` when the MCU does not answer.
+fn control<T: serde::Serialize>(rig: &Rig, op: ChainOp, payload: &T) -> Option<Status> {
+    answer(rig, op, payload).map(|(status, _)| status)
+}
+
+/// The status and payload of the MCU's answer to one control frame.
+fn answer<T: serde::Serialize>(rig: &Rig, op: ChainOp, payload: &T) -> Option<(Status, Vec<u8>)> {
+    let header = Header::request(op.task_id(), CONTROL_EFFECT, 1, 0);
+    let mut frame = [0u8; MAX_FRAME_LEN];
+    let len = encode_frame(&header, payload, &mut frame).unwrap();
+    let mut out = [0u8; MAX_FRAME_LEN];
+    let reply = rig.mcu.handle(&frame[..len], &mut out)?;
+    let payload = qf_abi::decode_frame(&out[..reply.len])
+        .unwrap()
+        .payload
+        .to_vec();
+    Some((reply.status, payload))
+}
+
+fn start_chain(rig: &Rig, period_us: u32) {
+    let install = ChainInstall::new(CHAIN, &crc_request(FIRST_ID), period_us, 0).unwrap();
+    assert_eq!(control(rig, ChainOp::Install, &install), Some(Status::Ok));
+    let chain = ChainRef { chain_id: CHAIN };
+    assert_eq!(control(rig, ChainOp::Start, &chain), Some(Status::Ok));
     wait_until("the chain runs", || rig.board_stats().chain_running);
+}
+
+fn remove_chain(rig: &Rig) {
+    let chain = ChainRef { chain_id: CHAIN };
+    assert_eq!(control(rig, ChainOp::Remove, &chain), Some(Status::Ok));
 }
 
 fn invocation_id(payload: &[u8]) -> u64 {
@@ -70,24 +100,35 @@ fn results_go_to_the_endpoint_that_last_wrote_each_as_the_dispatcher_answers_it(
         let id = invocation_id(&result.payload);
         assert!(id > FIRST_ID, "ids of unsent releases are not reused");
         assert!(previous.is_none_or(|p| id > p), "{id} after {previous:?}");
-        // The result of a chain started by the ctl names the ctl's chain id (its template
-        // has no contract id).
+        // The result names the chain's id (its template has no contract id).
         let mut expected = Reference::new().answer(&crc_request(id));
-        expected[24..28].copy_from_slice(&CTL_CHAIN_ID.to_be_bytes());
+        expected[24..28].copy_from_slice(&CHAIN.to_be_bytes());
         assert_eq!(result.payload, expected, "invocation {id}");
         previous = Some(id);
     }
 
-    rig.control.send(Command::ChainStop);
-    wait_until("the chain stops", || !rig.board_stats().chain_running);
-    while linux.recv(Duration::from_millis(20)).is_some() {}
+    let chain = ChainRef { chain_id: CHAIN };
+    assert_eq!(control(&rig, ChainOp::Stop, &chain), Some(Status::Ok));
+    let mut received = 20u64;
+    while linux.recv(Duration::from_millis(20)).is_some() {
+        received += 1;
+    }
     assert!(
         linux.recv(Duration::from_millis(20)).is_none(),
         "nothing after the stop"
     );
-    let stats = rig.board_stats().chain;
-    assert_eq!(stats.results, stats.releases);
-    assert!(stats.sent >= 20, "{stats:?}");
+    // The MCU's counters agree with what Linux received: every result sent after the bind
+    // arrived, the ones before it were not delivered.
+    let (status, payload) = answer(&rig, ChainOp::Status, &chain).unwrap();
+    assert_eq!(status, Status::Ok);
+    let status: qf_abi::chain::ChainStatus = qf_abi::decode_payload(&payload).unwrap();
+    assert_eq!(status.results, status.releases);
+    assert_eq!(
+        status.releases - status.not_delivered,
+        received,
+        "{status:?}"
+    );
+    remove_chain(&rig);
 }
 
 #[test]
@@ -99,7 +140,7 @@ fn a_result_without_a_free_rx_buffer_is_dropped_and_counted_never_queued() {
     wait_until("results are refused", || {
         rig.board_stats().chain.send_failures >= 5
     });
-    rig.control.send(Command::ChainStop);
+    remove_chain(&rig);
     wait_until("the chain stops", || !rig.board_stats().chain_running);
     let stats = rig.board_stats().chain;
     let mut ids = Vec::new();
@@ -133,11 +174,14 @@ fn a_crash_ends_the_chain_and_a_restart_does_not_bring_it_back() {
     std::thread::sleep(Duration::from_millis(20));
     assert!(!rig.board_stats().chain_running);
     assert_eq!(rig.board_stats().chain.releases, releases);
-    // Started while the MCU is down, nothing runs.
+    // Installed again after the restart, it runs; while the MCU is down, nothing answers.
+    start_chain(&rig, 1000);
     rig.control.send(Command::Crash);
-    rig.control.send(Command::ChainStart(Box::new(
-        ChainPlan::new(&crc_request(FIRST_ID), 1000).unwrap(),
-    )));
+    wait_until("the chain ends with the crash", || {
+        !rig.board_stats().chain_running
+    });
+    let install = ChainInstall::new(CHAIN, &crc_request(FIRST_ID), 1000, 0).unwrap();
+    assert_eq!(control(&rig, ChainOp::Install, &install), None);
     std::thread::sleep(Duration::from_millis(20));
     assert!(!rig.board_stats().chain_running);
 }

@@ -73,6 +73,22 @@ pub fn print_status(status: &Status, json: bool, out: &mut impl Write) -> Result
     for d in &status.last_decisions {
         writeln!(out, "  {}", d.line())?;
     }
+    for r in &status.resident {
+        writeln!(
+            out,
+            "resident chain {} ({}): {}, {} releases, {} results, {} not delivered, {} rejected, {} deadline misses, installed {} time(s){}",
+            r.chain,
+            r.task,
+            r.state,
+            r.releases,
+            r.results,
+            r.not_delivered,
+            r.rejected,
+            r.deadline_misses,
+            r.installs,
+            r.error.as_deref().map(|e| format!("; {e}")).unwrap_or_default()
+        )?;
+    }
     writeln!(
         out,
         "journal {} ({} records{}, head {}, anchored in {})",
