@@ -738,9 +738,9 @@ ZTEST(qfabric_executor_control, test_every_refusal_is_named_and_changes_nothing)
 	list(before);
 	st_before = chain_status(1);
 
-#define REFUSED(expr, status, what)                                                               \
+#define REFUSED(expr, expected, what)                                                               \
 	do {                                                                                      \
-		zassert_equal((expr), (status), what);                                            \
+		zassert_equal((expr), (expected), what);                                          \
 		list(after);                                                                      \
 		zassert_mem_equal(before, after, LIST_LEN, what ": the list changed");            \
 		struct status st = chain_status(1);                                               \
