@@ -105,6 +105,12 @@ const FUNCTIONS: &[&str] = &[
     "qf_executor_port_chain_wait_started",
     "qf_executor_port_chain_abort",
     "qf_executor_port_chain_join",
+    "qf_executor_port_chain_wake",
+    "qf_executor_port_sleep_us",
+    "qf_executor_port_tick_ns",
+    "qf_executor_port_us_to_cycles",
+    "qf_executor_port_cycles_to_us",
+    "qf_executor_port_chain_priority",
     "qf_rs_chain_main",
     // include/qfabric/executor.h
     "qf_executor_serve",

@@ -289,3 +289,43 @@ pub extern "C" fn qf_rs_thread_exit(thread: *mut KThread) {
         }
     });
 }
+
+/// A resident chain's reservation (`qf_chain::ChainExecutor::reserve`): gives `thread` (created,
+/// not started, without a control block) a control block, its period and its CBS budget in
+/// ticks, in one critical section, so qf-sched's admission test sees every reservation of the
+/// MCU as it is. Returns the bandwidth admitted; a refusal (`AdmissionRejected`, or
+/// `UnknownThread` when the pool is full) leaves no control block behind.
+#[cfg(feature = "executor")]
+pub fn chain_reserve(
+    thread: Thread,
+    period: u64,
+    budget: u64,
+) -> Result<qf_sched::Bandwidth, Error> {
+    with_state(|state| {
+        if thread.0.is_null() || state.threads.find(thread).is_some() {
+            return Err(Error::AlreadyAttached);
+        }
+        let id = state.threads.claim(thread).ok_or(Error::UnknownThread)?;
+        let reserved = qf_chain::reserve_thread(&mut state.sched, id, period, budget);
+        if reserved.is_err() {
+            state.threads.release(id);
+        }
+        reserved
+    })
+}
+
+/// The absolute deadline (ticks) of `thread`'s current cycle, if it has a control block: a
+/// chain thread reads its own before and after each job (a CBS exhaustion postpones it).
+#[cfg(feature = "executor")]
+pub fn thread_deadline(thread: Thread) -> Option<u64> {
+    with_state(|state| {
+        let id = state.threads.find(thread)?;
+        state.sched.thread(id).map(|block| block.deadline())
+    })
+}
+
+/// The reserved bandwidth of the whole MCU and the admission bound (`None`: admission off).
+#[cfg(feature = "executor")]
+pub fn bandwidth() -> (qf_sched::Bandwidth, Option<qf_sched::Bandwidth>) {
+    with_state(|state| (state.sched.admitted_total(), state.sched.admission_bound()))
+}

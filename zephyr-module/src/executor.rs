@@ -1,41 +1,23 @@
-//! The MCU executor's frame service: `qf_executor_serve()` runs the one dispatcher of qfabric
-//! (`qf_tasks::serve`: decode, validate, replay window per task, task timed on the hardware
-//! cycle counter, encode) on a static set of replay windows behind the executor mutex.
+//! The MCU executor's frame service: `qf_executor_serve()` runs qf-chain's one entry for frames
+//! from Linux (`qf_chain::serve_with_chains`): resident-chain control frames go to the chain
+//! table (chains.rs), every other frame to the one dispatcher of qfabric (`qf_tasks::serve`:
+//! decode, validate, replay window per task, task timed on the hardware cycle counter, encode),
+//! on a static set of replay windows; all of it behind the executor mutex.
 //! Any bytes get a status, never a panic: rejections are response frames, and only unusable
 //! arguments (NULL, an output shorter than a header, interrupt context) are a negative errno.
 
-use core::cell::UnsafeCell;
 use core::ffi::c_int;
 
 use qf_abi::{encode_frame_raw, header::offset, Header, ReplayWindow, HEADER_LEN};
-use qf_tasks::{serve, Clock, Replay, Task};
+use qf_chain::serve_with_chains;
+use qf_tasks::{Clock, Task};
 
-use crate::executor_port::{self, CycleClock};
+use crate::chains::with_control;
+use crate::executor_port::CycleClock;
 use crate::port::{negative, Errno};
 
 // `struct qf_served` (include/qfabric/executor.h, generated).
 use crate::sys::qf_served as QfServed;
-
-struct Guarded(UnsafeCell<Replay>);
-
-// SAFETY: the windows are only reached through `with_replay`, which holds the executor mutex for
-// the whole access.
-unsafe impl Sync for Guarded {}
-
-/// The replay windows of requests from Linux, one per declared task (64 ids each).
-static REPLAY: Guarded = Guarded(UnsafeCell::new(Replay::new()));
-
-/// Runs `f` on the replay windows with the executor mutex held; `None` in interrupt context.
-fn with_replay<R>(f: impl FnOnce(&mut Replay) -> R) -> Option<R> {
-    if !executor_port::lock() {
-        return None;
-    }
-    // SAFETY: the mutex is held until after `f` returns, so this is the only reference.
-    let replay = unsafe { &mut *REPLAY.0.get() };
-    let result = f(replay);
-    executor_port::unlock();
-    Some(result)
-}
 
 /// The input and output buffers of a C call as slices: `None` if `output` is NULL or `input` is
 /// NULL with a non-zero length (NULL with length 0 is an empty input).
@@ -86,7 +68,11 @@ pub unsafe extern "C" fn qf_executor_serve(
     // Timed through `&dyn Clock`, like the chains' jobs, so both share one `serve` body per
     // replay window size.
     let clock: &dyn Clock = &CycleClock;
-    let Some(result) = with_replay(|replay| serve(request, out, clock, replay)) else {
+    let outcome = with_control(|control| {
+        let (replay, table, exec) = (&mut control.replay, &mut control.table, &mut control.exec);
+        serve_with_chains(request, out, clock, replay, table, exec)
+    });
+    let Some(result) = outcome else {
         return negative(Errno::Busy);
     };
     // Only an output shorter than a header fails, and that was refused above.
@@ -113,10 +99,10 @@ pub unsafe extern "C" fn qf_executor_serve(
 #[no_mangle]
 pub extern "C" fn qf_executor_replay_reset() {
     // In interrupt context nothing is reset: the header documents thread context.
-    let _ = with_replay(|replay| {
+    let _ = with_control(|control| {
         // One window at a time, in place: a whole `Replay` would be a 3 KiB stack temporary.
         for task in Task::ALL {
-            *replay.window_mut(task) = ReplayWindow::new();
+            *control.replay.window_mut(task) = ReplayWindow::new();
         }
     });
 }

@@ -156,3 +156,37 @@ int qf_executor_port_chain_join(struct k_thread *thread, uint32_t cycles)
 {
 	return k_thread_join(thread, K_CYC(cycles));
 }
+
+/* Cuts a chain thread's sleep short (its stop is due); nothing if it is not sleeping. */
+void qf_executor_port_chain_wake(struct k_thread *thread)
+{
+	k_wakeup(thread);
+}
+
+/* A chain's start delay: a k_wakeup() (its stop) ends it early. */
+void qf_executor_port_sleep_us(uint32_t us)
+{
+	(void)k_usleep((int32_t)MIN(us, (uint32_t)INT32_MAX));
+}
+
+/* Kernel time in nanoseconds: the chains' release clock (releases fall on tick boundaries). */
+uint64_t qf_executor_port_tick_ns(void)
+{
+	return k_ticks_to_ns_floor64(sys_clock_tick_get());
+}
+
+uint64_t qf_executor_port_us_to_cycles(uint32_t us)
+{
+	return k_us_to_cyc_ceil64(us);
+}
+
+uint32_t qf_executor_port_cycles_to_us(uint32_t cycles)
+{
+	return k_cyc_to_us_ceil32(cycles);
+}
+
+/* The Zephyr priority of chains installed from Linux. */
+int qf_executor_port_chain_priority(void)
+{
+	return CONFIG_QFABRIC_EXECUTOR_CHAIN_PRIORITY;
+}

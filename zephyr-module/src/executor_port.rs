@@ -7,9 +7,11 @@ use crate::port::Thread;
 // The declarations come from include/qfabric/executor_port.h through bindgen (build.rs).
 use crate::sys::{
     qf_executor_port_chain_abort, qf_executor_port_chain_create, qf_executor_port_chain_join,
-    qf_executor_port_chain_start, qf_executor_port_chain_started,
-    qf_executor_port_chain_wait_started, qf_executor_port_lock, qf_executor_port_now_ns,
-    qf_executor_port_send, qf_executor_port_unlock,
+    qf_executor_port_chain_priority, qf_executor_port_chain_start, qf_executor_port_chain_started,
+    qf_executor_port_chain_wait_started, qf_executor_port_chain_wake,
+    qf_executor_port_cycles_to_us, qf_executor_port_lock, qf_executor_port_now_ns,
+    qf_executor_port_send, qf_executor_port_sleep_us, qf_executor_port_tick_ns,
+    qf_executor_port_unlock, qf_executor_port_us_to_cycles,
 };
 
 /// Takes the dispatcher mutex; false in interrupt context (the mutex cannot be taken there).
@@ -81,4 +83,40 @@ pub fn chain_abort(thread: Thread) {
 pub fn chain_join(thread: Thread, cycles: u32) -> bool {
     // SAFETY: `thread` was created by chain_create; joining from another thread is allowed.
     unsafe { qf_executor_port_chain_join(thread.0, cycles) == 0 }
+}
+
+/// Cuts a chain thread's sleep short (a stop is due); nothing if it is not sleeping.
+pub fn chain_wake(thread: Thread) {
+    // SAFETY: `thread` was created by chain_create; k_wakeup on any thread is allowed.
+    unsafe { qf_executor_port_chain_wake(thread.0) }
+}
+
+/// Sleeps `us` microseconds (a chain's start delay), or until [`chain_wake`].
+pub fn sleep_us(us: u32) {
+    // SAFETY: k_usleep on the calling thread; no pointers.
+    unsafe { qf_executor_port_sleep_us(us) }
+}
+
+/// Kernel time in nanoseconds at tick resolution (the chains' release clock).
+pub fn tick_ns() -> u64 {
+    // SAFETY: reads the tick count; no arguments.
+    unsafe { qf_executor_port_tick_ns() }
+}
+
+/// Microseconds as hardware cycles (rounded up).
+pub fn us_to_cycles(us: u32) -> u64 {
+    // SAFETY: a conversion; no pointers.
+    unsafe { qf_executor_port_us_to_cycles(us) }
+}
+
+/// Hardware cycles as microseconds (rounded up).
+pub fn cycles_to_us(cycles: u32) -> u32 {
+    // SAFETY: a conversion; no pointers.
+    unsafe { qf_executor_port_cycles_to_us(cycles) }
+}
+
+/// The Zephyr priority of chains installed from Linux (CONFIG_QFABRIC_EXECUTOR_CHAIN_PRIORITY).
+pub fn chain_priority() -> c_int {
+    // SAFETY: returns a Kconfig constant.
+    unsafe { qf_executor_port_chain_priority() }
 }

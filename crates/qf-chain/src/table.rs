@@ -120,17 +120,49 @@ struct Installed {
 }
 
 /// The chain slots of one MCU.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ChainTable {
     slots: [Option<Installed>; MAX_CHAINS],
+    /// Slots in use at most (an executor with fewer chain threads than [`MAX_CHAINS`]).
+    capacity: usize,
+}
+
+impl Default for ChainTable {
+    fn default() -> ChainTable {
+        ChainTable::new()
+    }
 }
 
 impl ChainTable {
-    /// No chain installed.
+    /// No chain installed, [`MAX_CHAINS`] slots.
     pub const fn new() -> ChainTable {
+        ChainTable::with_capacity(MAX_CHAINS)
+    }
+
+    /// No chain installed, `capacity` slots (at most [`MAX_CHAINS`]): for an executor that has
+    /// only that many chain threads. An install beyond them is refused with TABLE_FULL.
+    pub const fn with_capacity(capacity: usize) -> ChainTable {
         ChainTable {
             slots: [const { None }; MAX_CHAINS],
+            capacity: if capacity < MAX_CHAINS {
+                capacity
+            } else {
+                MAX_CHAINS
+            },
         }
+    }
+
+    /// The id of the chain installed in `slot`, if any.
+    pub fn chain_id_at(&self, slot: usize) -> Option<u32> {
+        self.slots.get(slot)?.as_ref().map(|s| s.chain_id)
+    }
+
+    /// The lowest chain id from 1 up that no installed chain uses (there are more ids than
+    /// slots, so one is always free).
+    pub fn free_id(&self) -> u32 {
+        (1..=u32::MAX)
+            .find(|&id| self.find(id).is_none())
+            .unwrap_or(u32::MAX)
     }
 
     fn find(&self, chain_id: u32) -> Option<usize> {
@@ -187,13 +219,18 @@ impl ChainTable {
             });
         };
         let chain = validate_template(install, task, timing.period_us)?;
-        let Some(slot) = self.slots.iter().position(Option::is_none) else {
+        let free = self
+            .slots
+            .iter()
+            .take(self.capacity)
+            .position(Option::is_none);
+        let Some(slot) = free else {
             return Err(AbiError {
                 status: Status::TableFull,
                 offset: 0,
                 field: "chain table",
                 problem: Problem::TableFull {
-                    capacity: MAX_CHAINS,
+                    capacity: self.capacity,
                 },
             });
         };

@@ -441,3 +441,23 @@ proptest! {
         prop_assert!(decode_frame(&response).is_ok());
     }
 }
+
+#[test]
+fn a_table_with_fewer_slots_is_full_at_its_capacity_and_reuses_a_freed_slot() {
+    let mut mcu = Mcu::new();
+    mcu.table = ChainTable::with_capacity(2);
+    assert_eq!(mcu.install(&install(5, 10_000, 1_000)), Status::Ok);
+    assert_eq!(mcu.install(&install(6, 10_000, 1_000)), Status::Ok);
+    assert_eq!(mcu.table.chain_id_at(1), Some(6));
+    assert_eq!(mcu.table.free_id(), 1);
+    let before = mcu.snapshot();
+    assert_eq!(mcu.install(&install(7, 10_000, 0)), Status::TableFull);
+    assert_eq!(mcu.snapshot(), before);
+    assert_eq!(mcu.op(ChainOp::Remove, 5), Status::Ok);
+    assert_eq!(mcu.table.chain_id_at(0), None);
+    assert_eq!(mcu.install(&install(7, 10_000, 0)), Status::Ok);
+    assert_eq!(mcu.table.slot_of(7), Some(0));
+    // A capacity above MAX_CHAINS is MAX_CHAINS.
+    let table = ChainTable::with_capacity(MAX_CHAINS + 5);
+    assert_eq!(table.chain_id_at(MAX_CHAINS), None);
+}

@@ -7,7 +7,10 @@
  * own timer (qf_thread_period_set + qf_thread_cbs_budget_set), that runs one declared task on a
  * fixed request and sends only the response frame (the result) to the sink. The request is an
  * ordinary ABI v1 request frame (the template); job k carries the template's invocation id + k,
- * and echoes its epoch, contract id and deadline, so Linux can match each result.
+ * the chain's id in its contract-id field, and echoes its epoch and deadline, so Linux can
+ * match each result. Linux installs, starts, stops, removes and inspects chains with the control
+ * frames of docs/resident-chains.md, served by qf_executor_serve() through qf-chain's table,
+ * which qf_chain_start() uses too.
  *
  * Transport: with CONFIG_QFABRIC_EXECUTOR_RPMSG the rpmsg endpoint "qfabric" (OpenAMP
  * resource-table mode) answers every message with qf_executor_serve() and is the sink; without
@@ -103,7 +106,7 @@ struct qf_chain_config {
 	int priority;
 };
 
-/** Counters of one chain (times in nanoseconds, lateness in kernel ticks). */
+/** Counters of one chain (times and lateness in nanoseconds). */
 struct qf_chain_stats {
 	uint64_t releases;
 	uint64_t results;
@@ -119,20 +122,28 @@ struct qf_chain_stats {
 };
 
 /**
- * Starts a resident chain. Returns its handle (>= 0) or -EINVAL (NULL config, period <= 0,
- * negative budget, or a request the dispatcher would not answer OK: the reason is printed),
- * -ENOMEM (chain table or control-block pool full), -ENOSPC (admission control refused the
- * bandwidth).
+ * Installs and starts a resident chain through the same chain table as the control frames from
+ * Linux (docs/resident-chains.md): the same checks in the same order, admission by qf-sched's
+ * bandwidth test over every CBS reservation of the MCU, the same thread. The chain's id (the
+ * contract id of its results) is the request's contract id, or the lowest free id if that is 0
+ * or taken. @p period and @p budget are converted to microseconds (rounded up). Returns the
+ * chain's handle (its slot, >= 0) or -EINVAL (NULL config, period <= 0, negative budget, a
+ * budget above the period, a request the dispatcher would not answer OK, an invalid priority:
+ * the reason is printed), -ENOMEM (every slot taken), -ENOSPC (admission control refused the
+ * bandwidth), -EBUSY (interrupt context).
  */
 int qf_chain_start(const struct qf_chain_config *config);
 
 /**
- * Stops a chain at its next release and waits for its thread (up to two periods). Returns 0,
- * -EINVAL (no such chain) or -EBUSY (the thread did not stop in time; it is still stopping).
+ * Removes a chain (as the remove control frame does): stops it at once (its thread is woken and
+ * joined; a job still running after two periods, or one second, is aborted), gives its
+ * reservation back and frees its slot. Returns 0, -EINVAL (no such chain) or -EBUSY (interrupt
+ * context).
  */
 int qf_chain_stop(int chain);
 
-/** Copies a chain's counters (as of its last job). Returns 0 or -EINVAL (no such chain). */
+/** Copies an installed chain's counters (as of its last job). Returns 0 or -EINVAL (no such
+ * chain). */
 int qf_chain_stats_get(int chain, struct qf_chain_stats *out);
 
 /** The chain's thread, e.g. for qf_thread_slot() (NULL if no such chain). */

@@ -23,6 +23,12 @@ void qf_executor_port_chain_started(uint16_t slot);
 void qf_executor_port_chain_wait_started(uint16_t slot);
 void qf_executor_port_chain_abort(struct k_thread *thread);
 int qf_executor_port_chain_join(struct k_thread *thread, uint32_t cycles);
+void qf_executor_port_chain_wake(struct k_thread *thread);
+void qf_executor_port_sleep_us(uint32_t us);
+uint64_t qf_executor_port_tick_ns(void);
+uint64_t qf_executor_port_us_to_cycles(uint32_t us);
+uint32_t qf_executor_port_cycles_to_us(uint32_t cycles);
+int qf_executor_port_chain_priority(void);
 
 /* Implemented in Rust (src/chains.rs): the body of chain thread @p slot. */
 void qf_rs_chain_main(uint16_t slot);

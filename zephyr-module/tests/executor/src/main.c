@@ -249,6 +249,7 @@ struct result {
 	int64_t at;
 	uint64_t invocation;
 	int32_t value;
+	uint32_t contract;
 	uint8_t status;
 };
 
@@ -273,6 +274,7 @@ static int loopback(const uint8_t *frame, size_t len, void *ctx)
 			.at = k_uptime_ticks(),
 			.invocation = get_be(frame + 12, 8),
 			.value = (int32_t)get_be(frame + HEADER_LEN, 4),
+			.contract = (uint32_t)get_be(frame + 24, 4),
 			.status = frame[7],
 		};
 		n_results++;
@@ -351,7 +353,8 @@ ZTEST(qfabric_executor_chains, test_chain_sends_one_result_per_period)
 	zassert_equal(stats.sent, periods);
 	zassert_equal(stats.overruns, 0);
 	zassert_equal(stats.next_invocation, 1000 + periods);
-	zassert_true(stats.lateness_max <= SLACK_TICKS, "lateness %llu", stats.lateness_max);
+	zassert_true(stats.lateness_max <= SLACK_TICKS * (1000000000ULL / CONFIG_SYS_CLOCK_TICKS_PER_SEC),
+		     "lateness %llu ns", stats.lateness_max);
 	zassert_equal(qf_chain_stats_get(chain, &stats), -EINVAL, "stopped chains are gone");
 }
 
@@ -521,7 +524,13 @@ ZTEST(qfabric_executor_chains, test_chain_start_refuses_what_it_cannot_run)
 	zassert_equal(qf_chain_start(&config), -EINVAL, "priority");
 	config.priority = CHAIN_PRIO;
 	config.budget = (int)k_ms_to_cyc_ceil32(20);
-	zassert_equal(qf_chain_start(&config), -ENOSPC, "budget above the period (admission)");
+	zassert_equal(qf_chain_start(&config), -EINVAL, "budget above the period");
+	/* 60 % and 60 % of one CPU: admission refuses the second. */
+	config.budget = (int)k_ms_to_cyc_ceil32(6);
+	chains[0] = qf_chain_start(&config);
+	zassert_true(chains[0] >= 0, "first 60 %%: %d", chains[0]);
+	zassert_equal(qf_chain_start(&config), -ENOSPC, "over the admission bound");
+	zassert_ok(qf_chain_stop(chains[0]));
 	config.budget = 0;
 
 	for (int i = 0; i < ARRAY_SIZE(chains); i++) {
@@ -541,5 +550,324 @@ ZTEST(qfabric_executor_chains, test_chain_start_refuses_what_it_cannot_run)
 	zassert_ok(qf_chain_stop(chains[0]));
 }
 
+/* ---- resident chains controlled by frames (docs/resident-chains.md) ---- */
+
+#define CTL_INSTALL 0xFFFFFF01u
+#define CTL_START 0xFFFFFF02u
+#define CTL_STOP 0xFFFFFF03u
+#define CTL_REMOVE 0xFFFFFF04u
+#define CTL_STATUS 0xFFFFFF05u
+#define CTL_LIST 0xFFFFFF06u
+#define STATEFUL 3
+#define ST_OVER_BOUND 8
+#define ST_BAD_TEMPLATE 9
+#define ST_TABLE_FULL 10
+#define ST_OUT_OF_RANGE 11
+#define ST_ID_IN_USE 12
+#define ST_NOT_INSTALLED 13
+#define INSTALL_LEN 154
+#define STATUS_LEN 97
+#define LIST_LEN 49
+
+static uint64_t ctl_invocation;
+
+/* A control request for @p op with @p payload into req; returns its length. */
+static size_t control_request(uint32_t op, const uint8_t *payload, uint16_t len)
+{
+	size_t n = request(req, op, ++ctl_invocation, 1, payload, len);
+
+	req[6] = STATEFUL;
+	return n;
+}
+
+/* Serves a control request and returns the response's status; the payload is at out + 36. */
+static int control(uint32_t op, const uint8_t *payload, uint16_t len)
+{
+	struct qf_served served;
+	int status = serve(control_request(op, payload, len), sizeof(out), &served);
+
+	zassert_true(status >= 0, "control %x: %d", op, status);
+	zassert_equal(get_be(out + 8, 4), op, "the response names the operation");
+	if (status != QF_STATUS_OK) {
+		zassert_equal(served.len, HEADER_LEN, "a refusal carries no payload");
+	}
+	return status;
+}
+
+static int chain_op(uint32_t op, uint32_t chain_id)
+{
+	uint8_t ref[4];
+
+	put_be(ref, chain_id, 4);
+	return control(op, ref, sizeof(ref));
+}
+
+struct install {
+	uint32_t chain_id, task_id, period_us, deadline_us, budget_us, delay_us;
+	uint16_t template_len;
+	uint8_t template[128];
+};
+
+/* An install of chain @p id running add(40, 2) every @p period_us with @p budget_us. */
+static struct install add_install(uint32_t id, uint32_t period_us, uint32_t budget_us)
+{
+	struct install in = {
+		.chain_id = id,
+		.task_id = TASK_ADD,
+		.period_us = period_us,
+		.budget_us = budget_us,
+	};
+
+	in.template_len = (uint16_t)add_request(in.template, 100 * id, 1, 40, 2);
+	return in;
+}
+
+static int install(const struct install *in)
+{
+	uint8_t p[INSTALL_LEN] = {0};
+
+	put_be(p, in->chain_id, 4);
+	put_be(p + 4, in->task_id, 4);
+	put_be(p + 8, in->period_us, 4);
+	put_be(p + 12, in->deadline_us, 4);
+	put_be(p + 16, in->budget_us, 4);
+	put_be(p + 20, in->delay_us, 4);
+	put_be(p + 24, in->template_len, 2);
+	memcpy(p + 26, in->template, sizeof(in->template));
+	return control(CTL_INSTALL, p, sizeof(p));
+}
+
+struct status {
+	uint8_t state;
+	uint32_t reserved_ppm;
+	uint64_t releases, results, overruns, not_delivered;
+};
+
+static struct status chain_status(uint32_t id)
+{
+	zassert_equal(chain_op(CTL_STATUS, id), QF_STATUS_OK, "status of %u", id);
+	const uint8_t *p = out + HEADER_LEN;
+
+	zassert_equal(get_be(p, 4), id);
+	return (struct status){
+		.state = p[4],
+		.reserved_ppm = (uint32_t)get_be(p + 21, 4),
+		.releases = get_be(p + 25, 8),
+		.results = get_be(p + 33, 8),
+		.overruns = get_be(p + 41, 8),
+		.not_delivered = get_be(p + 81, 8),
+	};
+}
+
+/* The list response payload: every chain's id and state and the MCU's reserved bandwidth. */
+static void list(uint8_t copy[LIST_LEN])
+{
+	zassert_equal(control(CTL_LIST, NULL, 0), QF_STATUS_OK);
+	memcpy(copy, out + HEADER_LEN, LIST_LEN);
+}
+
+static int results_of(uint32_t contract)
+{
+	int n = 0;
+
+	for (int i = 0; i < n_results; i++) {
+		n += results[i].contract == contract;
+	}
+	return n;
+}
+
+ZTEST(qfabric_executor_control, test_install_start_stop_start_remove)
+{
+	uint8_t listed[LIST_LEN];
+	struct install in = add_install(7, 10000, 2000);
+
+	zassert_equal(install(&in), QF_STATUS_OK);
+	zassert_equal(get_be(out + HEADER_LEN, 4), 7, "the install answers the chain id");
+	struct status st = chain_status(7);
+
+	zassert_equal(st.state, 1, "installed, not running");
+	zassert_equal(st.reserved_ppm, 200000, "Q/T = 2 ms / 10 ms");
+	list(listed);
+	zassert_equal(listed[0], 1, "one chain");
+	zassert_equal(get_be(listed + 1, 4), 7);
+	zassert_equal(get_be(listed + 41, 4), 200000, "the MCU's reserved bandwidth");
+	zassert_equal(get_be(listed + 45, 4), 1000000, "bound: one CPU");
+	k_sleep(K_MSEC(25));
+	zassert_equal(n_results, 0, "an installed chain does not run");
+
+	zassert_equal(chain_op(CTL_START, 7), QF_STATUS_OK);
+	zassert_equal(chain_op(CTL_START, 7), QF_STATUS_OK, "start again: still running");
+	k_sleep(K_MSEC(35));
+	zassert_equal(chain_op(CTL_STOP, 7), QF_STATUS_OK);
+	int first = n_results;
+
+	zassert_true(first >= 3 && first <= 5, "%d results in 35 ms of a 10 ms period", first);
+	for (int i = 0; i < first; i++) {
+		zassert_equal(results[i].contract, 7, "result %d tagged with the chain id", i);
+		zassert_equal(results[i].invocation, 700 + i, "result %d", i);
+		zassert_equal(results[i].value, 42);
+	}
+	st = chain_status(7);
+	zassert_equal(st.state, 3, "stopped");
+	zassert_equal(st.results, first, "a stopped chain's counters stay readable");
+	zassert_equal(st.releases, first);
+	zassert_equal(st.reserved_ppm, 200000, "a stopped chain keeps its reservation");
+	list(listed);
+	zassert_equal(get_be(listed + 41, 4), 200000);
+	k_sleep(K_MSEC(25));
+	zassert_equal(n_results, first, "a stopped chain sends nothing");
+
+	zassert_equal(chain_op(CTL_START, 7), QF_STATUS_OK, "a stopped chain starts again");
+	k_sleep(K_MSEC(15));
+	zassert_equal(chain_op(CTL_REMOVE, 7), QF_STATUS_OK, "remove stops a running chain");
+	zassert_true(n_results > first, "it ran again");
+	zassert_equal(results[first].invocation, 700 + first, "invocation ids go on");
+	zassert_equal(chain_op(CTL_STATUS, 7), ST_NOT_INSTALLED);
+	list(listed);
+	zassert_equal(listed[0], 0, "the slot is free");
+	zassert_equal(get_be(listed + 41, 4), 0, "the reservation is given back");
+}
+
+ZTEST(qfabric_executor_control, test_every_refusal_is_named_and_changes_nothing)
+{
+	uint8_t before[LIST_LEN], after[LIST_LEN];
+	struct install in = add_install(1, 10000, 6000);
+	struct status st_before;
+
+	zassert_equal(install(&in), QF_STATUS_OK, "60 %% reserved");
+	list(before);
+	st_before = chain_status(1);
+
+#define REFUSED(expr, expected, what)                                                               \
+	do {                                                                                      \
+		zassert_equal((expr), (expected), what);                                          \
+		list(after);                                                                      \
+		zassert_mem_equal(before, after, LIST_LEN, what ": the list changed");            \
+		struct status st = chain_status(1);                                               \
+		zassert_true(st.state == st_before.state &&                                       \
+				     st.reserved_ppm == st_before.reserved_ppm &&                 \
+				     st.releases == st_before.releases,                           \
+			     what ": chain 1 changed");                                           \
+	} while (0)
+
+	REFUSED(control(CTL_LIST, (const uint8_t *)"x", 1), QF_STATUS_MALFORMED, "payload length");
+	{
+		struct qf_served served;
+		size_t n = control_request(CTL_LIST, NULL, 0);
+
+		req[6] = 1; /* pure */
+		REFUSED(serve(n, sizeof(out), &served), QF_STATUS_MALFORMED, "effect not STATEFUL");
+	}
+	REFUSED(chain_op(0xFFFFFF07u, 1), QF_STATUS_UNKNOWN_TASK, "unnamed control id");
+	in = add_install(0, 10000, 0);
+	REFUSED(install(&in), ST_OUT_OF_RANGE, "chain id 0");
+	in = add_install(1, 10000, 0);
+	REFUSED(install(&in), ST_ID_IN_USE, "id in use");
+	in = add_install(2, 50, 0);
+	REFUSED(install(&in), ST_OUT_OF_RANGE, "period below 100 us");
+	in = add_install(2, 10000, 10001);
+	REFUSED(install(&in), ST_OUT_OF_RANGE, "budget above the period");
+	in = add_install(2, 10000, 0);
+	in.deadline_us = 20000;
+	REFUSED(install(&in), ST_OUT_OF_RANGE, "deadline above the period");
+	in = add_install(2, 10000, 0);
+	in.template_len = 10;
+	REFUSED(install(&in), ST_OUT_OF_RANGE, "template shorter than a header");
+	in = add_install(2, 10000, 0);
+	in.task_id = 999;
+	REFUSED(install(&in), QF_STATUS_UNKNOWN_TASK, "undeclared task");
+	in = add_install(2, 10000, 0);
+	in.task_id = TASK_CRC32;
+	REFUSED(install(&in), ST_BAD_TEMPLATE, "template of another task");
+	in = add_install(2, 10000, 0);
+	in.template[in.template_len + 3] = 1;
+	REFUSED(install(&in), ST_BAD_TEMPLATE, "bytes past the template");
+	in = add_install(2, 10000, 5000);
+	REFUSED(install(&in), ST_OVER_BOUND, "60 %% + 50 %% of one CPU");
+	REFUSED(chain_op(CTL_START, 99), ST_NOT_INSTALLED, "start of no chain");
+	REFUSED(chain_op(CTL_STOP, 99), ST_NOT_INSTALLED, "stop of no chain");
+	REFUSED(chain_op(CTL_REMOVE, 99), ST_NOT_INSTALLED, "remove of no chain");
+	REFUSED(chain_op(CTL_STATUS, 99), ST_NOT_INSTALLED, "status of no chain");
+
+	/* Fill the table (the last slot), then one more. */
+	for (uint32_t id = 2; id <= CONFIG_QFABRIC_EXECUTOR_MAX_CHAINS; id++) {
+		in = add_install(id, 10000, 0);
+		zassert_equal(install(&in), QF_STATUS_OK, "chain %u", id);
+	}
+	list(before);
+	in = add_install(50, 10000, 0);
+	REFUSED(install(&in), ST_TABLE_FULL, "every slot taken");
+#undef REFUSED
+	for (uint32_t id = 1; id <= CONFIG_QFABRIC_EXECUTOR_MAX_CHAINS; id++) {
+		zassert_equal(chain_op(CTL_REMOVE, id), QF_STATUS_OK);
+	}
+	zassert_equal(n_results, 0, "nothing ran");
+}
+
+ZTEST(qfabric_executor_control, test_two_chains_run_at_once_each_tagged)
+{
+	uint8_t listed[LIST_LEN];
+	struct install a = add_install(21, 10000, 2000), b = add_install(22, 20000, 3000);
+
+	zassert_equal(install(&a), QF_STATUS_OK);
+	zassert_equal(install(&b), QF_STATUS_OK);
+	list(listed);
+	zassert_equal(get_be(listed + 41, 4), 350000, "20 %% + 15 %%");
+	zassert_equal(chain_op(CTL_START, 21), QF_STATUS_OK);
+	zassert_equal(chain_op(CTL_START, 22), QF_STATUS_OK);
+	list(listed);
+	zassert_equal(listed[5], 2, "21 running");
+	zassert_equal(listed[10], 2, "22 running");
+	k_sleep(K_MSEC(55));
+	zassert_equal(chain_op(CTL_STOP, 21), QF_STATUS_OK);
+	zassert_equal(chain_op(CTL_STOP, 22), QF_STATUS_OK);
+	int n21 = results_of(21), n22 = results_of(22);
+
+	zassert_true(n21 >= 5 && n21 <= 7, "%d results of the 10 ms chain in 55 ms", n21);
+	zassert_true(n22 >= 3 && n22 <= 4, "%d results of the 20 ms chain in 55 ms", n22);
+	zassert_equal(n21 + n22, n_results, "every result names its chain");
+	zassert_equal(chain_status(21).results, n21);
+	zassert_equal(chain_status(22).results, n22);
+	zassert_equal(chain_op(CTL_REMOVE, 21), QF_STATUS_OK);
+	zassert_equal(chain_op(CTL_REMOVE, 22), QF_STATUS_OK);
+}
+
+K_THREAD_STACK_DEFINE(app_stack, 1024);
+static struct k_thread app_thread;
+
+static void app_entry(void *a, void *b, void *c)
+{
+}
+
+ZTEST(qfabric_executor_control, test_an_application_cbs_thread_and_the_firmware_count_too)
+{
+	uint8_t listed[LIST_LEN];
+	k_tid_t app = k_thread_create(&app_thread, app_stack, K_THREAD_STACK_SIZEOF(app_stack),
+				      app_entry, NULL, NULL, NULL, CHAIN_PRIO, 0, K_FOREVER);
+
+	/* The application's own CBS thread: 70 % of the CPU. */
+	zassert_ok(qf_thread_period_set(app, (int)k_ms_to_cyc_ceil32(10)));
+	zassert_ok(qf_thread_cbs_budget_set(app, (int)k_ms_to_cyc_ceil32(7)));
+	struct install in = add_install(31, 10000, 4000);
+
+	zassert_equal(install(&in), ST_OVER_BOUND, "70 %% + 40 %%");
+	in = add_install(31, 10000, 2000);
+	zassert_equal(install(&in), QF_STATUS_OK, "70 %% + 20 %%");
+	/* The firmware's own chain goes through the same table and the same test. */
+	zassert_equal(start_add_chain(10, 2, 1), -ENOSPC, "90 %% + 20 %%");
+	int fw = start_add_chain(10, 1, 1);
+
+	zassert_true(fw >= 0, "90 %% + 10 %%: %d", fw);
+	list(listed);
+	zassert_equal(listed[0], 2, "the firmware's chain is listed");
+	zassert_equal(get_be(listed + 41, 4), 1000000);
+	zassert_ok(qf_chain_stop(fw));
+	zassert_equal(chain_op(CTL_REMOVE, 31), QF_STATUS_OK);
+	k_thread_abort(app);
+	list(listed);
+	zassert_equal(get_be(listed + 41, 4), 0, "every reservation given back");
+}
+
 ZTEST_SUITE(qfabric_executor, NULL, reset, NULL, NULL, NULL);
 ZTEST_SUITE(qfabric_executor_chains, NULL, chains_setup, chains_before, NULL, NULL);
+ZTEST_SUITE(qfabric_executor_control, NULL, chains_setup, chains_before, NULL, NULL);
