@@ -205,7 +205,7 @@ impl IoMap {
             return Err(ERANGE);
         }
         // SAFETY: `offset` is an aligned register inside the mapped BAR (checked above).
-        Ok(unsafe { bindings::ioread32(self.base.wrapping_byte_add(offset)) })
+        Ok(unsafe { mmio::read32(self.base.wrapping_byte_add(offset)) })
     }
 
     pub fn write32(&self, offset: usize, value: u32) -> Result {
@@ -213,8 +213,76 @@ impl IoMap {
             return Err(ERANGE);
         }
         // SAFETY: `offset` is an aligned register inside the mapped BAR (checked above).
-        unsafe { bindings::iowrite32(value, self.base.wrapping_byte_add(offset)) };
+        unsafe { mmio::write32(value, self.base.wrapping_byte_add(offset)) };
         Ok(())
+    }
+}
+
+/// `ioread32`/`iowrite32` for each architecture. x86_64 (`GENERIC_IOMAP`) exports them as
+/// functions, which bindgen binds; arm64 has them as static inlines (`readl`/`writel` in
+/// `asm-generic/io.h` over `arch/arm64/include/asm/io.h`), which bindgen cannot bind, so they are
+/// written out here as that header does them.
+mod mmio {
+    use kernel::ffi::c_void;
+
+    /// # Safety
+    /// `addr` is a mapped, 4-byte aligned MMIO register.
+    #[cfg(not(target_arch = "aarch64"))]
+    pub(super) unsafe fn read32(addr: *mut c_void) -> u32 {
+        // SAFETY: the caller's contract is `ioread32`'s.
+        unsafe { kernel::bindings::ioread32(addr) }
+    }
+
+    /// # Safety
+    /// `addr` is a mapped, 4-byte aligned MMIO register.
+    #[cfg(not(target_arch = "aarch64"))]
+    pub(super) unsafe fn write32(value: u32, addr: *mut c_void) {
+        // SAFETY: the caller's contract is `iowrite32`'s.
+        unsafe { kernel::bindings::iowrite32(value, addr) }
+    }
+
+    /// arm64's `readl`: the load (`__raw_readl`), then `__iormb`: `dma_rmb()` (`dmb oshld`) and a
+    /// control dependency on the value, so nothing after it (a DMA buffer read, a timer read)
+    /// happens before the register was read.
+    ///
+    /// # Safety
+    /// `addr` is a mapped, 4-byte aligned MMIO register.
+    #[cfg(target_arch = "aarch64")]
+    pub(super) unsafe fn read32(addr: *mut c_void) -> u32 {
+        let value: u32;
+        // SAFETY: the caller's contract: a single aligned 32-bit device load.
+        unsafe {
+            core::arch::asm!(
+                "ldr {v:w}, [{a}]",
+                "dmb oshld",
+                "eor {t:w}, {v:w}, {v:w}",
+                "cbnz {t:w}, .",
+                a = in(reg) addr,
+                v = out(reg) value,
+                t = out(reg) _,
+                options(nostack),
+            )
+        };
+        value
+    }
+
+    /// arm64's `writel`: `__io_bw()` = `dma_wmb()` (`dmb oshst`), so the memory the device is
+    /// told about is written before it is told, then the store (`__raw_writel`).
+    ///
+    /// # Safety
+    /// `addr` is a mapped, 4-byte aligned MMIO register.
+    #[cfg(target_arch = "aarch64")]
+    pub(super) unsafe fn write32(value: u32, addr: *mut c_void) {
+        // SAFETY: the caller's contract: a single aligned 32-bit device store.
+        unsafe {
+            core::arch::asm!(
+                "dmb oshst",
+                "str {v:w}, [{a}]",
+                a = in(reg) addr,
+                v = in(reg) value,
+                options(nostack),
+            )
+        };
     }
 }
 
