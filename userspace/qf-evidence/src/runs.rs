@@ -37,7 +37,9 @@ pub struct Run {
 }
 
 /// The runs under `dir` (`run-1`, `run-2`, …, in number order); empty when `dir` is a single
-/// campaign. Gaps in the numbering are an error: a lost run would bias the stability count.
+/// campaign. Only directories are runs (a file such as `run-serial.json` beside them is not);
+/// a directory named `run-` with anything but a number, or gaps in the numbering, are errors: a
+/// lost run would bias the stability count.
 pub fn find_runs(dir: &Path) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     let entries = std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))?;
@@ -47,8 +49,11 @@ pub fn find_runs(dir: &Path) -> Result<Vec<Run>> {
         let Some(number) = name.to_str().and_then(|n| n.strip_prefix("run-")) else {
             continue;
         };
+        if !entry.path().is_dir() {
+            continue;
+        }
         let index: u32 = match number.parse() {
-            Ok(index) if index >= 1 && entry.path().is_dir() => index,
+            Ok(index) if index >= 1 => index,
             _ => bail!(
                 "{}: a run directory is named run-K with K = 1, 2, …",
                 entry.path().display()
@@ -474,6 +479,9 @@ mod tests {
         std::fs::remove_dir(dir.path().join("run-2")).unwrap();
         let error = find_runs(dir.path()).unwrap_err().to_string();
         assert!(error.contains("run-2 is missing"), "{error}");
+        std::fs::create_dir(dir.path().join("run-2")).unwrap();
+        std::fs::write(dir.path().join("run-serial.json"), "{}").unwrap();
+        assert_eq!(find_runs(dir.path()).unwrap().len(), 3, "a file is no run");
         std::fs::create_dir(dir.path().join("run-x")).unwrap();
         assert!(find_runs(dir.path()).is_err());
     }
