@@ -131,6 +131,55 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(layer["z_impl_k_thread_absolute_deadline_set"], 0)
 
 
+class FunctionTest(unittest.TestCase):
+    ADMIT = "_ZN8qf_sched9scheduler5admit17h0123456789abcdefE"
+
+    def test_rust_paths_of_legacy_mangled_symbols(self):
+        self.assertEqual(overhead.rust_path(self.ADMIT), "qf_sched::scheduler::admit")
+        self.assertEqual(overhead.rust_path("z_qf_switched_in"), None)
+        self.assertEqual(overhead.rust_path("_ZN3foo"), "foo")
+
+    def test_a_name_matches_the_symbol_or_the_end_of_its_rust_path(self):
+        label = overhead.function_matcher(["admit", "z_qf_switched_in"])
+        self.assertEqual(label(self.ADMIT), "admit")
+        self.assertEqual(label("z_qf_switched_in"), "z_qf_switched_in")
+        self.assertEqual(label("_ZN8qf_sched9scheduler7readmit17h0123456789abcdefE"), None)
+        self.assertEqual(overhead.function_matcher(["scheduler::admit"])(self.ADMIT),
+                         "scheduler::admit")
+
+    def test_every_call_of_a_named_function_counts(self):
+        lines = trace(
+            (0x10, "caller"),
+            (0x100, self.ADMIT),
+            (0x102, self.ADMIT),  # bl
+            (0x200, "__aeabi_uldivmod"),
+            (0x202, "__aeabi_uldivmod"),  # bx lr
+            (0x104, self.ADMIT),  # pop {pc}
+            (0x12, "caller"),
+            (0x100, self.ADMIT),
+            (0x104, self.ADMIT),
+            (0x14, "caller"),
+        )
+        kinds = {0x102: "call", 0x202: "return", 0x104: "return"}
+        events = list(overhead.measure(lines, flows(kinds), overhead.function_matcher(["admit"])))
+        self.assertEqual([(e, c) for e, c, _ in events], [("admit", 5), ("admit", 2)])
+
+    def test_until_ends_a_call_where_it_enters_the_named_function(self):
+        lines = trace(
+            (0x100, "qf_thread_deadline_set"),
+            (0x102, "qf_thread_deadline_set"),  # bl qf_port_unlock
+            (0x200, "qf_port_unlock"),
+            (0x202, "qf_port_unlock"),  # bx lr
+            (0x104, "qf_thread_deadline_set"),  # bl k_sleep: the thread sleeps
+            (0x300, "other_thread"),
+        )
+        kinds = {0x102: "call", 0x202: "return", 0x104: "call"}
+        events = list(overhead.measure(
+            lines, flows(kinds), overhead.function_matcher(["qf_thread_deadline_set"]),
+            overhead.function_matcher(["qf_port_unlock"])))
+        self.assertEqual([(e, c) for e, c, _ in events], [("qf_thread_deadline_set", 2)])
+
+
 class ListingKindsTest(unittest.TestCase):
     """Calls and returns as binutils' objdump -d prints them, per instruction set."""
 
