@@ -347,7 +347,7 @@ def functions(events, names, profile):
                   f"{statistics.mean(counts):.1f},{max(counts)}")
         else:
             print(f"{name},0,-,-,-")
-    for name in names if profile and samples[name] else ():
+    for name in [name for name in names if samples[name]] if profile else ():
         print(f"# samples {name} " + " ".join(map(str, samples[name])))
         for function, total in profiles[name].most_common():
             print(f"# profile {name} {function} {total / len(samples[name]):.1f}")
