@@ -30,9 +30,10 @@ per-batch maxima, batches of BATCH consecutive events) and O_max (the largest sa
 With --function NAME (repeatable), every call of the named functions is counted instead of the
 hooks, the same way, and reported as calls, median, average and max. NAME is a symbol as the
 trace prints it, or its demangled path (`nm -C`) or the path's last components: `admit` and
-`scheduler::admit` both name `_RNvNtCs..._8qf_sched9scheduler5admit` (qf_sched::scheduler::admit). With --until NAME, a
-counted call ends when it enters NAME (its instructions before NAME count): the part of an API
-call under the qfabric lock, for instance, before the thread sleeps.
+`scheduler::admit` both name `_RNvNtCs..._8qf_sched9scheduler5admit` (qf_sched::scheduler::admit).
+A call starts only at the function's entry address. With --until NAME, a counted call ends when
+it enters NAME (its instructions before NAME count): the part of an API call under the qfabric
+lock, for instance, before the thread sleeps.
 """
 import argparse
 import collections
