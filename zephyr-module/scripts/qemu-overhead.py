@@ -26,6 +26,14 @@ the paper's callback inside it and without what the sample's expiry function doe
 Reported like Table 1 of the task-based CBS paper: average, O_f (the most frequent of the
 per-batch maxima, batches of BATCH consecutive events) and O_max (the largest sample). With
 --profile, also the average instructions each function contributes to an event.
+
+With --function NAME (repeatable), every call of the named functions is counted instead of the
+hooks, the same way, and reported as calls, median, average and max. NAME is a symbol as the
+trace prints it, or its demangled path (`nm -C`) or the path's last components: `admit` and
+`scheduler::admit` both name `_RNvNtCs..._8qf_sched9scheduler5admit` (qf_sched::scheduler::admit).
+A call starts only at the function's entry address. With --until NAME, a counted call ends when
+it enters NAME (its instructions before NAME count): the part of an API call under the qfabric
+lock, for instance, before the thread sleeps.
 """
 import argparse
 import collections
@@ -209,11 +217,43 @@ class Window:
         return True
 
 
-def measure(lines, kinds):
-    """Yields (event, instructions, instructions per function) for every hook call; the
-    functions of an excluded subtree appear with 0 instructions. A hook may run inside another
-    (the paper's callback inside a k_timer expiry): both are counted. A conditional call or
-    return takes effect only if the next instruction traced is not the one after it."""
+def elf_symbols(elf, nm):
+    """(the demangled name of each symbol demangling changes, as `nm -C` prints it (Rust v0
+    and legacy, C++); the address of every defined function and other text symbol)."""
+    def listing(*flags):
+        out = subprocess.run([nm, "-p", "--defined-only", *flags, elf], capture_output=True,
+                             text=True, check=True).stdout
+        return [line.split(" ", 2) for line in out.splitlines() if line.count(" ") >= 2]
+    raw, pretty = listing(), listing("-C")
+    demangled = {r[2]: re.sub(r"::h[0-9a-f]{16}$", "", p[2])
+                 for r, p in zip(raw, pretty) if r[2] != p[2]}
+    entries = {int(address, 16) & ~1 for address, kind, _ in raw if kind in "tTwW"}
+    return demangled, entries
+
+
+def function_matcher(names, demangled=None):
+    """Maps a traced symbol to the NAME of `names` it is (see --function), or None; `demangled`
+    maps mangled symbols to their demangled names."""
+    demangled = demangled or {}
+    cache = {}
+
+    def label(symbol):
+        if symbol not in cache:
+            path = demangled.get(symbol)
+            cache[symbol] = next((name for name in names if symbol == name or (
+                path is not None and (path == name or path.endswith("::" + name)))), None)
+        return cache[symbol]
+    return label
+
+
+def measure(lines, kinds, label=HOOKS.get, until=lambda symbol: None, entries=None):
+    """Yields (event, instructions, instructions per function) for every hook call (`label`
+    names a hook's event, None for other symbols); the functions of an excluded subtree appear
+    with 0 instructions. A hook may run inside another (the paper's callback inside a k_timer
+    expiry): both are counted. A conditional call or return takes effect only if the next
+    instruction traced is not the one after it. A call ends early when it enters a function
+    `until` names (not None). With `entries` (function addresses), a call starts only at one:
+    coming back into a function whose call ended early is not a new call."""
     active = []
     previous = None
     pending = None  # the conditional Flow of the previous instruction
@@ -224,14 +264,19 @@ def measure(lines, kinds):
                 window.depth += 1
             elif kind == "return" and not window.unnest():
                 active.remove(window)
-                yield HOOKS[window.hook], window.count, window.per_function
+                yield label(window.hook), window.count, window.per_function
 
     for pc, symbol in executed(lines):
         if pending is not None and pc != pending.skipped_to:
             yield from take(pending.kind)
         pending = None
         entered = previous != symbol
-        if symbol in HOOKS and entered and all(w.hook != symbol for w in active):
+        if entered and active and until(symbol) is not None:
+            for window in active:
+                yield label(window.hook), window.count, window.per_function
+            active = []
+        if entered and label(symbol) is not None and all(w.hook != symbol for w in active) \
+                and (entries is None or pc in entries):
             active.append(Window(symbol))
         for window in active:
             window.step(symbol, entered)
@@ -285,6 +330,30 @@ def table(samples, batch):
     return statistics.mean(samples), most_frequent, max(samples)
 
 
+def functions(events, names, profile):
+    """Prints calls, median, average and max instructions of each function of `names` (with
+    `profile`: every sample in order and the average instructions per function under it)."""
+    samples = collections.defaultdict(list)
+    profiles = collections.defaultdict(collections.Counter)
+    for name, count, per_function in events:
+        samples[name].append(count)
+        profiles[name].update(per_function)
+    if not samples:
+        sys.exit("qemu-overhead: no call of " + ", ".join(names) + " found in the trace")
+    print("function,calls,median,average,max (instructions)")
+    for name in names:
+        counts = samples[name]
+        if counts:
+            print(f"{name},{len(counts)},{statistics.median(counts):g},"
+                  f"{statistics.mean(counts):.1f},{max(counts)}")
+        else:
+            print(f"{name},0,-,-,-")
+    for name in [name for name in names if samples[name]] if profile else ():
+        print(f"# samples {name} " + " ".join(map(str, samples[name])))
+        for function, total in profiles[name].most_common():
+            print(f"# profile {name} {function} {total / len(samples[name]):.1f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("elf", help="the traced image (zephyr.elf)")
@@ -292,8 +361,24 @@ def main():
     parser.add_argument("--batch", type=int, default=10, help="events per batch for O_f")
     parser.add_argument("--profile", action="store_true",
                         help="also print the average instructions per function of each event")
+    parser.add_argument("--function", action="append", metavar="NAME",
+                        help="count every call of this function instead of the hooks"
+                        " (repeatable; a symbol, or a demangled path or its last components)")
+    parser.add_argument("--until", action="append", metavar="NAME", default=[],
+                        help="with --function: end a call when it enters this function")
+    parser.add_argument("--nm", help="with --function: the nm that demangles the ELF's symbols"
+                        " (default: the --objdump's nm)")
     args = parser.parse_args()
     kinds = instruction_kinds(args.elf, args.objdump)
+    if args.function:
+        nm = args.nm or re.sub(r"objdump$", "nm", args.objdump)
+        demangled, entries = elf_symbols(args.elf, nm)
+        functions(measure(sys.stdin, kinds, function_matcher(args.function, demangled),
+                          function_matcher(args.until, demangled), entries),
+                  args.function, args.profile)
+        return
+    if args.until:
+        parser.error("--until needs --function")
     found = classify(measure(sys.stdin, kinds))
     samples, profiles, reprogrammed = found.samples, found.profiles, found.reprogrammed
     plain, unowned = found.plain, found.unowned

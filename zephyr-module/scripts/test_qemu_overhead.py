@@ -131,6 +131,60 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(layer["z_impl_k_thread_absolute_deadline_set"], 0)
 
 
+class FunctionTest(unittest.TestCase):
+    ADMIT = "_RNvNtCsdjsp1rtm5EZ_8qf_sched9scheduler5admit"
+    READMIT = "_RNvNtCsdjsp1rtm5EZ_8qf_sched9scheduler7readmit"
+    DEMANGLED = {ADMIT: "qf_sched::scheduler::admit", READMIT: "qf_sched::scheduler::readmit"}
+
+    def test_a_name_matches_the_symbol_or_the_end_of_its_demangled_path(self):
+        label = overhead.function_matcher(["admit", "z_qf_switched_in"], self.DEMANGLED)
+        self.assertEqual(label(self.ADMIT), "admit")
+        self.assertEqual(label("z_qf_switched_in"), "z_qf_switched_in")
+        self.assertEqual(label(self.READMIT), None)
+        self.assertEqual(label("admit_not"), None)
+        self.assertEqual(overhead.function_matcher(["scheduler::admit"], self.DEMANGLED)(
+            self.ADMIT), "scheduler::admit")
+
+    def test_every_call_of_a_named_function_counts(self):
+        lines = trace(
+            (0x10, "caller"),
+            (0x100, self.ADMIT),
+            (0x102, self.ADMIT),  # bl
+            (0x200, "__aeabi_uldivmod"),
+            (0x202, "__aeabi_uldivmod"),  # bx lr
+            (0x104, self.ADMIT),  # pop {pc}
+            (0x12, "caller"),
+            (0x100, self.ADMIT),
+            (0x104, self.ADMIT),
+            (0x14, "caller"),
+        )
+        kinds = {0x102: "call", 0x202: "return", 0x104: "return"}
+        label = overhead.function_matcher(["admit"], self.DEMANGLED)
+        events = list(overhead.measure(lines, flows(kinds), label))
+        self.assertEqual([(e, c) for e, c, _ in events], [("admit", 5), ("admit", 2)])
+
+    def test_until_ends_a_call_where_it_enters_the_named_function(self):
+        lines = trace(
+            (0x100, "qf_thread_deadline_set"),
+            (0x102, "qf_thread_deadline_set"),  # bl qf_port_unlock
+            (0x200, "qf_port_unlock"),
+            (0x202, "qf_port_unlock"),  # bx lr
+            (0x104, "qf_thread_deadline_set"),  # bl k_sleep: the thread sleeps
+            (0x300, "other_thread"),
+            (0x106, "qf_thread_deadline_set"),  # woken: not a new call
+            (0x108, "qf_thread_deadline_set"),  # pop {pc}
+            (0x400, "thread_loop"),
+            (0x100, "qf_thread_deadline_set"),  # the next call
+            (0x102, "qf_thread_deadline_set"),
+            (0x200, "qf_port_unlock"),
+        )
+        kinds = {0x102: "call", 0x202: "return", 0x104: "call", 0x108: "return"}
+        events = list(overhead.measure(
+            lines, flows(kinds), overhead.function_matcher(["qf_thread_deadline_set"]),
+            overhead.function_matcher(["qf_port_unlock"]), entries={0x100, 0x200, 0x300, 0x400}))
+        self.assertEqual([(e, c) for e, c, _ in events], [("qf_thread_deadline_set", 2)] * 2)
+
+
 class ListingKindsTest(unittest.TestCase):
     """Calls and returns as binutils' objdump -d prints them, per instruction set."""
 
