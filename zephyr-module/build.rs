@@ -112,6 +112,7 @@ const FUNCTIONS: &[&str] = &[
     "qf_executor_port_cycles_to_us",
     "qf_executor_port_chain_priority",
     "qf_rs_chain_main",
+    "qf_rs_chain_start",
     // include/qfabric/executor.h
     "qf_executor_serve",
     "qf_executor_replay_reset",

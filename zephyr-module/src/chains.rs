@@ -433,14 +433,17 @@ fn index(chain: c_int) -> Option<usize> {
     usize::try_from(chain).ok().filter(|&i| i < MAX_CHAINS)
 }
 
-/// `qf_chain_start`: see include/qfabric/executor.h. An install and a start through the table,
-/// as the control frames do.
+/// The body of `qf_chain_start` (see include/qfabric/executor.h): an install and a start through
+/// the table, as the control frames do. executor_port.c's `qf_chain_start` runs it on the chain
+/// control thread, whose stack (`CONFIG_QFABRIC_EXECUTOR_CHAIN_CONTROL_STACK_SIZE`) is sized for
+/// it: the table's install and the template's dry run need over 2 KiB more than the caller's
+/// frame, which a 3 KiB `main` stack did not have.
 ///
 /// # Safety
 /// `config` is NULL or points to a valid `struct qf_chain_config` whose `request` points to
 /// `request_len` readable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn qf_chain_start(config: *const QfChainConfig) -> c_int {
+pub unsafe extern "C" fn qf_rs_chain_start(config: *const QfChainConfig) -> c_int {
     // SAFETY: NULL or a valid config (function contract).
     let Some(config) = (unsafe { config.as_ref() }) else {
         return negative(Errno::Invalid);

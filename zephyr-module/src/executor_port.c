@@ -122,7 +122,47 @@ void qf_executor_port_chain_wait_started(uint16_t slot)
 {
 	(void)k_sem_take(&qf_chain_started[slot], K_FOREVER);
 }
+
+/*
+ * qf_chain_start() runs its install and start (qf_rs_chain_start) on this thread, not on its
+ * caller's stack: the chain table's install and the template's dry run need more than 2 KiB
+ * beyond the caller's frame (fir_x512's the most), which overflowed a 3 KiB main stack into the
+ * idle thread's stack on mps2/an521 (no stack guard there). The caller waits for it.
+ */
+K_THREAD_STACK_DEFINE(qf_chain_control_stack, CONFIG_QFABRIC_EXECUTOR_CHAIN_CONTROL_STACK_SIZE);
+static struct k_thread qf_chain_control_thread;
+static K_MUTEX_DEFINE(qf_chain_control_mutex);
+
+static void qf_chain_control_entry(void *config, void *result, void *unused)
+{
+	ARG_UNUSED(unused);
+	*(int *)result = qf_rs_chain_start((const struct qf_chain_config *)config);
+}
+
+int qf_chain_start(const struct qf_chain_config *config)
+{
+	int result = -EINVAL;
+
+	if (k_is_in_isr()) {
+		return -EBUSY;
+	}
+	(void)k_mutex_lock(&qf_chain_control_mutex, K_FOREVER);
+	/* At the caller's priority: the install runs as if the caller ran it. */
+	k_tid_t tid = k_thread_create(&qf_chain_control_thread, qf_chain_control_stack,
+				      K_THREAD_STACK_SIZEOF(qf_chain_control_stack),
+				      qf_chain_control_entry, (void *)config, &result, NULL,
+				      k_thread_priority_get(k_current_get()), 0, K_NO_WAIT);
+	(void)k_thread_name_set(tid, "qf_chain_ctl");
+	(void)k_thread_join(tid, K_FOREVER);
+	(void)k_mutex_unlock(&qf_chain_control_mutex);
+	return result;
+}
 #else
+int qf_chain_start(const struct qf_chain_config *config)
+{
+	return qf_rs_chain_start(config);
+}
+
 struct k_thread *qf_executor_port_chain_create(uint16_t slot, int priority)
 {
 	ARG_UNUSED(slot);

@@ -42,7 +42,7 @@ same_signature!(
     executor::qf_executor_serve,
     executor::qf_executor_replay_reset,
     executor::qf_request_encode,
-    chains::qf_chain_start,
+    chains::qf_rs_chain_start,
     chains::qf_chain_stop,
     chains::qf_chain_stats_get,
     chains::qf_chain_thread,

@@ -126,7 +126,10 @@ struct qf_chain_stats {
  * Linux (docs/resident-chains.md): the same checks in the same order, admission by qf-sched's
  * bandwidth test over every CBS reservation of the MCU, the same thread. The chain's id (the
  * contract id of its results) is the request's contract id, or the lowest free id if that is 0
- * or taken. @p period and @p budget are converted to microseconds (rounded up). Returns the
+ * or taken. @p period and @p budget are converted to microseconds (rounded up). The install and
+ * start run on a thread of the module's own (CONFIG_QFABRIC_EXECUTOR_CHAIN_CONTROL_STACK_SIZE),
+ * at the caller's priority, while the caller waits: the caller's stack needs room only for the
+ * call, and @p config and its request may go out of scope once it returns. Returns the
  * chain's handle (its slot, >= 0) or -EINVAL (NULL config, period <= 0, negative budget, a
  * budget above the period, a request the dispatcher would not answer OK, an invalid priority:
  * the reason is printed), -ENOMEM (every slot taken), -ENOSPC (admission control refused the

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 struct k_thread;
+struct qf_chain_config;
 
 /* Kernel services for the executor (src/executor_port.c; Rust wrappers in executor_port.rs). */
 int qf_executor_port_lock(void);
@@ -32,5 +33,10 @@ int qf_executor_port_chain_priority(void);
 
 /* Implemented in Rust (src/chains.rs): the body of chain thread @p slot. */
 void qf_rs_chain_main(uint16_t slot);
+/*
+ * Implemented in Rust (src/chains.rs): qf_chain_start()'s install and start, which
+ * executor_port.c runs on the chain control thread's stack.
+ */
+int qf_rs_chain_start(const struct qf_chain_config *config);
 
 #endif /* QFABRIC_EXECUTOR_PORT_H_ */

@@ -497,6 +497,67 @@ ZTEST(qfabric_executor_chains, test_chain_runs_the_heaviest_task_within_its_stac
 #endif
 }
 
+/*
+ * A caller with a small stack (an application thread, or a sample's main): qf_chain_start()
+ * must not need the table's install and the template's dry run room on it. Its request and
+ * config live on that stack and are gone (overwritten) once it returns; the chain runs on.
+ */
+#define STARTER_STACK 1024
+K_THREAD_STACK_DEFINE(starter_stack, STARTER_STACK);
+static struct k_thread starter_thread;
+static volatile int starter_chain;
+
+static void start_fir_chain_from_the_stack(void *a, void *b, void *c)
+{
+	uint8_t samples[64], template[HEADER_LEN + 64];
+
+	for (int i = 0; i < 64; i++) {
+		samples[i] = (uint8_t)(i * 7);
+	}
+	size_t len = request(template, TASK_FIR_X512, 7000, 0, samples, sizeof(samples));
+	struct qf_chain_config config = {
+		.request = template,
+		.request_len = len,
+		.period = (int)k_ms_to_cyc_ceil32(300),
+		.priority = CHAIN_PRIO,
+	};
+
+	starter_chain = qf_chain_start(&config);
+}
+
+ZTEST(qfabric_executor_chains, test_chain_started_from_a_small_stack_outlives_its_config)
+{
+	const int periods = 3;
+	size_t unused = 0;
+
+	starter_chain = -1;
+	k_tid_t starter = k_thread_create(&starter_thread, starter_stack, STARTER_STACK,
+					  start_fir_chain_from_the_stack, NULL, NULL, NULL,
+					  CHAIN_PRIO - 1, 0, K_NO_WAIT);
+	zassert_ok(k_thread_join(starter, K_SECONDS(5)));
+	int chain = starter_chain;
+
+	zassert_true(chain >= 0, "start: %d", chain);
+#ifndef CONFIG_ARCH_POSIX
+	/* native_sim runs threads on host stacks: only real boards tell. */
+	zassert_ok(k_thread_stack_space_get(starter, &unused));
+	TC_PRINT("starter stack: %zu of %d bytes never used\n", unused, STARTER_STACK);
+	zassert_true(unused >= 128, "qf_chain_start left %zu bytes of a %d-byte stack", unused,
+		     STARTER_STACK);
+#endif
+	/* The caller's request and config are gone: the chain must hold its own copies. */
+	memset(K_THREAD_STACK_BUFFER(starter_stack), 0x99, K_THREAD_STACK_SIZEOF(starter_stack));
+	/* fir_x512 takes about 110 ms a job under QEMU: releases at 0, 300, 600 ms. */
+	k_sleep(K_MSEC(300 * periods - 150));
+	zassert_ok(qf_chain_stop(chain));
+	zassert_equal(n_results, periods, "%d results in %d periods", n_results, periods);
+	for (int k = 0; k < periods; k++) {
+		zassert_equal(results[k].status, QF_STATUS_OK, "job %d", k);
+		zassert_equal(results[k].invocation, 7000 + k, "job %d", k);
+		zassert_equal(results[k].value, results[0].value, "job %d", k);
+	}
+}
+
 ZTEST(qfabric_executor_chains, test_chain_start_refuses_what_it_cannot_run)
 {
 	uint8_t template[HEADER_LEN + 8];
