@@ -232,6 +232,15 @@ impl SerialLine {
     }
 
     /// Whether an I/O error means the device went away.
+    /// The error of a failed read; a device that went away is lost (reopened later).
+    fn read_failed(&mut self, e: &std::io::Error) -> anyhow::Error {
+        let why = format!("reading the serial device {}: {e}", self.path.display());
+        if Self::gone(e) {
+            self.lose(why.clone());
+        }
+        anyhow::anyhow!(why)
+    }
+
     fn gone(error: &std::io::Error) -> bool {
         matches!(
             error.raw_os_error().map(Errno::from_raw),
@@ -331,13 +340,7 @@ impl SerialLine {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let why = format!("reading the serial device {}: {e}", self.path.display());
-                    if Self::gone(&e) {
-                        self.lose(why.clone());
-                    }
-                    bail!(why);
-                }
+                Err(e) => return Err(self.read_failed(&e)),
             }
         }
     }
@@ -356,13 +359,7 @@ impl SerialLine {
                 Ok(n) => self.feed(&chunk[..n], &mut none, &mut scratch, &mut None),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let why = format!("reading the serial device {}: {e}", self.path.display());
-                    if Self::gone(&e) {
-                        self.lose(why.clone());
-                    }
-                    bail!(why);
-                }
+                Err(e) => return Err(self.read_failed(&e)),
             }
         }
         // A message cut here is a remnant: the next byte starts a new one.
