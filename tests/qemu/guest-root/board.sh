@@ -8,7 +8,7 @@ set -u
 qfg=/bin/qf-board-guest
 frames=10000
 
-echo "QFTEST PLAN 16"
+echo "QFTEST PLAN 20"
 
 check module-load insmod /qfabric_rproc.ko
 if wait_for 120 attached; then pass attach "$(dmesg | grep 'attached to MCU' | tail -n 1)"
@@ -54,6 +54,43 @@ $qfg dev-latency --count 2000 --epoch 13 >/tmp/latency.log 2>&1; status=$?
 if [ $status -eq 0 ]; then pass qfdev-latency "$(tail -n 2 /tmp/latency.log | tr '\n' ' ')"
 else fail qfdev-latency "$(tail -n 3 /tmp/latency.log | tr '\n' ' ')"; fi
 emit board/latency.txt /tmp/latency.log
+
+# Resident chains through /dev/qfabric0 (docs/resident-chains.md): a second chain installed and
+# started by control frames beside chain 1, admitted by the MCU's own bandwidth test, its
+# results told apart from chain 1's (none lost, every output right), stopped with its counters
+# frozen, then removed; every refusal named with the MCU's list and statuses unchanged
+# (observe_ok, refused_unchanged: /tests/lib.sh). The image has two chain slots
+# (CONFIG_QFABRIC_EXECUTOR_MAX_CHAINS), chain 1 holds one.
+dev=--mcu-dev=/dev/qfabric0
+add_chain="--task add --request {\"a\":40,\"b\":2}"
+board_resident_install() {
+  [ "$(qf resident install --chain 7 $add_chain --period-us 20000 --budget-us 1000 $dev)" = 7 ] &&
+    qf resident start 7 $dev && qf resident list $dev | tr '\n' ' '
+}
+check resident-dev-install board_resident_install
+check resident-dev-results observe_ok 7 40 $add_chain --period-us 20000
+board_resident_stop() {
+  qf resident stop 7 $dev >/dev/null || return 1
+  after=$(qf resident status 7 --json $dev) || return 1
+  sleep 1
+  releases=$(json_field "$after" releases) results=$(json_field "$after" results)
+  [ "$(qf resident status 7 --json $dev)" = "$after" ] && [ "$(json_field "$after" state)" = stopped ] &&
+    [ "$releases" -ge 40 ] && [ "$releases" = "$results" ] && [ "$(json_field "$after" rejected)" = 0 ] &&
+    echo "stopped after $releases releases, $results OK results; counters unchanged 1 s later"
+}
+check resident-dev-stop board_resident_stop
+board_resident_refusals() {
+  refused_unchanged id_in_use install --chain 7 --task add --period-us 10000 $dev &&
+    refused_unchanged table_full install --chain 8 --task add --period-us 100000 $dev &&
+    qf resident remove 7 $dev >/dev/null &&
+    refused_unchanged over_bound install --chain 8 --task add --period-us 10000 --budget-us 9900 $dev &&
+    refused_unchanged not_installed start 7 $dev &&
+    [ "$(qf resident install --chain 8 --task add --period-us 10000 --budget-us 1000 $dev)" = 8 ] &&
+    qf resident remove 8 $dev >/dev/null &&
+    [ "$(qf resident list --json $dev | grep -c chain_id)" = 1 ] &&
+    echo "id_in_use, table_full, over_bound, not_installed named, MCU unchanged each time; a chain within the bound admitted; chain 1 alone again"
+}
+check resident-dev-refusals board_resident_refusals
 
 # MCU reset during traffic: the heartbeat watchdog (or the new generation) reports a crash,
 # the waiting caller gets an error, the firmware re-attaches, traffic resumes.
