@@ -5,9 +5,12 @@
  * the resource table's vdev (subsys/ipc/open-amp/resource_table.c), the IPM mailbox, one
  * endpoint whose callback runs qf_executor_serve(), and the send function resident chains use.
  *
- * Each frame is answered to the address it came from. Chain results go to the endpoint's
- * destination, which OpenAMP sets from the first message Linux sends: until Linux has written
- * once to "qfabric", chains count their results as send failures.
+ * Each frame is answered to the address it came from. Chain results go to the endpoint that last
+ * wrote to "qfabric" (docs/resident-chains.md, *Results*; qf-mcu-emu does the same), so a reader
+ * binds itself with one frame: /dev/qfabricN and an rpmsg_char endpoint are two Linux addresses
+ * on the one channel, and OpenAMP's own destination stays the first one that ever wrote. Until
+ * Linux has written once, and after it closed the channel, chains count their results as send
+ * failures.
  *
  * Sizes: an rpmsg buffer is RPMSG_BUFFER_SIZE (512) bytes with a 16-byte header, so a message
  * carries at most 496 bytes (rpmsg_get_tx_buffer_size()). Every declared response fits (at most
@@ -25,6 +28,7 @@
 #include <zephyr/device.h>
 #include <zephyr/drivers/ipm.h>
 #include <zephyr/logging/log.h>
+#include <zephyr/sys/atomic.h>
 
 #include <openamp/open_amp.h>
 #include <metal/sys.h>
@@ -60,6 +64,8 @@ static struct metal_io_region rsc_io;
 static struct rpmsg_virtio_device rvdev;
 static struct virtio_device *qf_vdev;
 static struct rpmsg_endpoint qf_ept;
+/* Where chain results go: the source of the last frame received, RPMSG_ADDR_ANY before one. */
+static atomic_t qf_results_dst = ATOMIC_INIT((atomic_val_t)RPMSG_ADDR_ANY);
 
 /*
  * On a board the shared memory is where the chosen node says, and the vring and buffer
@@ -82,8 +88,11 @@ static int qf_rpmsg_rx(struct rpmsg_endpoint *ept, void *data, size_t len, uint3
 	struct qf_served served;
 	int mtu = rpmsg_get_tx_buffer_size(ept);
 	size_t cap = MIN(sizeof(response), (size_t)MAX(mtu, 0));
-	int status = qf_executor_serve(data, len, response, cap, &served);
+	int status;
 
+	/* Any frame, served or not, makes its sender the chains' reader. */
+	atomic_set(&qf_results_dst, (atomic_val_t)src);
+	status = qf_executor_serve(data, len, response, cap, &served);
 	if (status < 0) {
 		LOG_ERR("%zu-byte frame from 0x%x not served: %d (tx buffer %d bytes)", len, src,
 			status, mtu);
@@ -102,6 +111,7 @@ static int qf_rpmsg_rx(struct rpmsg_endpoint *ept, void *data, size_t len, uint3
 
 static void qf_rpmsg_unbind(struct rpmsg_endpoint *ept)
 {
+	atomic_set(&qf_results_dst, (atomic_val_t)RPMSG_ADDR_ANY);
 	LOG_INF("Linux closed the \"%s\" endpoint", QF_ENDPOINT_NAME);
 }
 
@@ -109,8 +119,9 @@ static void qf_rpmsg_unbind(struct rpmsg_endpoint *ept)
 static int qf_rpmsg_send(const uint8_t *frame, size_t len, void *ctx)
 {
 	struct rpmsg_endpoint *ept = ctx;
+	uint32_t dst = (uint32_t)atomic_get(&qf_results_dst);
 
-	if (!is_rpmsg_ept_ready(ept)) {
+	if (dst == RPMSG_ADDR_ANY || !is_rpmsg_ept_ready(ept)) {
 		return -ENOTCONN;
 	}
 	int mtu = rpmsg_get_tx_buffer_size(ept);
@@ -118,7 +129,7 @@ static int qf_rpmsg_send(const uint8_t *frame, size_t len, void *ctx)
 	if (mtu < 0 || len > (size_t)mtu) {
 		return -EMSGSIZE;
 	}
-	return rpmsg_trysend(ept, frame, (int)len) < 0 ? -ENOBUFS : 0;
+	return rpmsg_trysendto(ept, frame, (int)len, dst) < 0 ? -ENOBUFS : 0;
 }
 
 int qf_rpmsg_init(void)
@@ -201,6 +212,7 @@ void qf_rpmsg_close(void)
 	 * is never inside the sink here: it would have run to its end before this thread resumed.
 	 */
 	qf_executor_sink_set(NULL, NULL);
+	atomic_set(&qf_results_dst, (atomic_val_t)RPMSG_ADDR_ANY);
 	rvdev.rdev.support_ns = 0;
 	rpmsg_deinit_vdev(&rvdev);
 	rproc_virtio_remove_vdev(qf_vdev);

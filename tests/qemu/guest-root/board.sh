@@ -8,7 +8,7 @@ set -u
 qfg=/bin/qf-board-guest
 frames=10000
 
-echo "QFTEST PLAN 16"
+echo "QFTEST PLAN 22"
 
 check module-load insmod /qfabric_rproc.ko
 if wait_for 120 attached; then pass attach "$(dmesg | grep 'attached to MCU' | tail -n 1)"
@@ -54,6 +54,84 @@ $qfg dev-latency --count 2000 --epoch 13 >/tmp/latency.log 2>&1; status=$?
 if [ $status -eq 0 ]; then pass qfdev-latency "$(tail -n 2 /tmp/latency.log | tr '\n' ' ')"
 else fail qfdev-latency "$(tail -n 3 /tmp/latency.log | tr '\n' ' ')"; fi
 emit board/latency.txt /tmp/latency.log
+
+# Resident chains through /dev/qfabric0 (docs/resident-chains.md), the flow of guest.sh's checks
+# against whichever MCU this is: a second chain installed and started by control frames beside
+# chain 1, admitted by the MCU's own bandwidth test; the results of each read through the device,
+# the other's skipped (none lost, every output right); stopped, then nothing more and its counters
+# frozen and equal to what Linux received; every refusal named with the MCU's list and statuses
+# unchanged (observe_ok, refused_unchanged: /tests/lib.sh); a chain over the bound refused, then
+# admitted once chain 7 is gone. The MCU's own reservations (the Zephyr image's threads and chain
+# 1) and its chain slots are read from it, not assumed.
+dev=--mcu-dev=/dev/qfabric0
+add_chain="--task add --request {\"a\":40,\"b\":2}"
+board_resident_install() {
+  [ "$(qf resident install --chain 7 $add_chain --period-us 20000 --budget-us 1000 $dev)" = 7 ] &&
+    qf resident start 7 $dev && qf resident list $dev | tr '\n' ' '
+}
+check resident-dev-install board_resident_install
+check resident-dev-results-7 observe_ok 7 40 $add_chain --period-us 20000
+check resident-dev-results-1 observe_ok 1 20 --template "$($qfg chain-template --epoch 1)" --period-us 100000
+board_resident_stop() {
+  qf resident stop 7 $dev >/dev/null || return 1
+  before=$(qf resident status 7 --json $dev) || return 1
+  if qf resident observe --chain 7 $add_chain --period-us 20000 --samples 1 --warmup 0 \
+    --out /tmp/resident-stopped $dev >/tmp/stopped.log 2>&1; then
+    echo "a result of chain 7 after its stop"; return 1
+  fi
+  grep -q "none within" /tmp/stopped.log || { cat /tmp/stopped.log; return 1; }
+  after=$(qf resident status 7 --json $dev) || return 1
+  releases=$(json_field "$after" releases) results=$(json_field "$after" results)
+  [ "$before" = "$after" ] && [ "$(json_field "$after" state)" = stopped ] &&
+    [ "$releases" -ge 45 ] && [ "$releases" = "$results" ] && [ "$(json_field "$after" rejected)" = 0 ] &&
+    echo "stopped after $releases releases, $results OK results, 0 rejected," \
+      "$(json_field "$after" not_delivered) not delivered, lateness max $(json_field "$after" lateness_max_us) us," \
+      "$(json_field "$after" deadline_misses) deadline misses; nothing since (chain 1 ran on)"
+}
+check resident-dev-stop board_resident_stop
+# Every chain's counters (board/resident-status.txt in the collection).
+qf resident status $dev >/tmp/resident-status.txt 2>&1
+emit board/resident-status.txt /tmp/resident-status.txt
+board_resident_refusals() {
+  refused_unchanged id_in_use install --chain 7 --task add --period-us 10000 $dev &&
+    refused_unchanged not_installed start 99 $dev &&
+    refused_unchanged not_installed remove 99 $dev &&
+    refused_unchanged "--period-us 50" install --chain 8 --task add --period-us 50 $dev || return 1
+  # Chains without a budget (no reservation) until the MCU's slots are taken.
+  filled=""
+  for c in 20 21 22 23 24 25 26 27; do
+    if ! qf resident install --chain $c --task add --period-us 100000 $dev >/tmp/fill.log 2>&1; then
+      grep -q table_full /tmp/fill.log || { cat /tmp/fill.log; return 1; }
+      break
+    fi
+    filled="$filled $c"
+  done
+  refused_unchanged table_full install --chain 28 --task add --period-us 100000 $dev || return 1
+  for c in $filled; do qf resident remove $c $dev >/dev/null || return 1; done
+  echo "id_in_use, not_installed, table_full (${filled:- no} free slots filled) named, --period-us checked; MCU unchanged each time"
+}
+check resident-dev-refusals board_resident_refusals
+# Over the bound by half of chain 7's reservation, whatever the MCU has reserved already: refused;
+# with chain 7 removed, the same install is admitted. Both read from the MCU: a reservation is
+# budget/period as the MCU keeps them, in whole kernel ticks on Zephyr (10 ms on mps2/an521:
+# chain 7's 1 ms per 20 ms reserves 500000 ppm there, 50000 on the emulator), so the request's
+# period is ten ticks and the half-reservation margin outweighs a tick's rounding.
+board_resident_admission() {
+  list=$(qf resident list --json $dev) && status7=$(qf resident status 7 --json $dev) || return 1
+  reserved=$(json_field "$list" reserved_ppm) bound=$(json_field "$list" bound_ppm)
+  chain7=$(json_field "$status7" reserved_ppm)
+  budget=$(( (bound - reserved + chain7 / 2) / 10 ))
+  [ "$budget" -gt 0 ] && [ "$budget" -le 100000 ] ||
+    { echo "reserved $reserved of $bound ppm, chain 7 $chain7: no budget to try"; return 1; }
+  refused_unchanged over_bound install --chain 8 --task add --period-us 100000 --budget-us $budget $dev &&
+    qf resident remove 7 $dev >/dev/null &&
+    [ "$(qf resident install --chain 8 --task add --period-us 100000 --budget-us $budget $dev)" = 8 ] &&
+    after=$(qf resident list --json $dev) && qf resident remove 8 $dev >/dev/null &&
+    [ "$(qf resident list --json $dev | grep -c chain_id)" = 1 ] &&
+    echo "reserved $reserved of $bound ppm with chain 7 ($chain7): a $budget/100000 us chain refused over_bound;" \
+      "without chain 7 admitted (reserved $(json_field "$after" reserved_ppm) ppm); chain 1 alone again"
+}
+check resident-dev-admission board_resident_admission
 
 # MCU reset during traffic: the heartbeat watchdog (or the new generation) reports a crash,
 # the waiting caller gets an error, the firmware re-attaches, traffic resumes.

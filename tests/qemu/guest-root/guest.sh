@@ -152,8 +152,6 @@ exec 3<&-
 # QF_IOC_INVOKE install, start, stop and remove them, the MCU admits each by its CBS bandwidth
 # test, and their results, tagged with the chain id, arrive on the device's read queue.
 dev=--mcu-dev=/dev/qfabric0
-mcu_state() { qf resident list --json $dev && qf resident status --json $dev; }
-json_field() { echo "$1" | sed -n "s/^ *\"$2\": \"*\([^,\"]*\)\"*,*$/\1/p" | head -n 1; }
 resident_install() {
   [ "$(qf resident install --chain 11 --task crc32 --seed 3 --period-us 10000 --budget-us 1000 $dev)" = 11 ] &&
     [ "$(qf resident install --chain 12 --task add --request '{"a": 40, "b": 2}' --period-us 20000 --budget-us 1000 $dev)" = 12 ] &&
@@ -161,13 +159,7 @@ resident_install() {
 }
 check resident-install resident_install
 # Both chains run; each observer keeps only its chain's results (the other's are skipped):
-# none lost, every output right.
-observe_ok() { # CHAIN SAMPLES ARGS...: the one cell has SAMPLES results, 0 lost, 0 wrong
-  chain=$1 samples=$2; shift 2
-  out=$(qf resident observe --chain "$chain" "$@" --samples "$samples" --warmup 5 --out /tmp/resident $dev 2>&1) &&
-    echo "$out" | awk -v n="$samples" 'NR == 2 { ok = ($3 == n && $4 == 0 && $5 == 0) } END { exit !ok }' &&
-    echo "chain $chain: $(echo "$out" | tail -n 1)"
-}
+# none lost, every output right (observe_ok, /tests/lib.sh).
 check resident-results-11 observe_ok 11 100 --task crc32 --seed 3 --period-us 10000
 check resident-results-12 observe_ok 12 40 --task add --request '{"a": 40, "b": 2}' --period-us 20000
 # Stopped: no release and no result after the stop while chain 12 runs on; the counters agree
@@ -189,14 +181,8 @@ resident_stop() {
     echo "stopped after $releases releases, $results OK results, 0 rejected; nothing since (chain 12 ran on)"
 }
 check resident-stop resident_stop
-# Every refusal by name, with a failing exit, and the MCU's list and status unchanged.
-refused_unchanged() { # STATUS ARGS...
-  status=$1; shift
-  before=$(mcu_state) || return 1
-  if out=$(qf resident "$@" 2>&1); then echo "accepted: qf resident $*: $out"; return 1; fi
-  echo "$out" | grep -q -e "$status" || { echo "qf resident $*: $out"; return 1; }
-  [ "$(mcu_state)" = "$before" ] || { echo "qf resident $* changed the MCU"; return 1; }
-}
+# Every refusal by name, with a failing exit, and the MCU's list and status unchanged
+# (refused_unchanged, /tests/lib.sh).
 resident_refusals() {
   refused_unchanged over_bound install --chain 13 --task add --period-us 10000 --budget-us 8900 $dev &&
     refused_unchanged id_in_use install --chain 11 --task add --period-us 10000 $dev &&

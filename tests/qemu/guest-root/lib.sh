@@ -30,3 +30,38 @@ no_channel() { ! channel; }
 ctrl_dev() { ls /dev/rpmsg_ctrl* >/dev/null 2>&1; }
 dmesg_has() { dmesg | grep -q "$1"; }
 count_dmesg() { dmesg | grep -c "$1"; }
+
+# Resident chains through the endpoint in $dev (e.g. --mcu-dev=/dev/qfabric0), shared by guest.sh
+# and board.sh. mcu_state: the MCU's chain list and statuses, without the counters of running
+# chains (they move on by themselves; a stopped chain's must not); json_field JSON KEY: one field
+# of `qf resident status --json` or `list --json`.
+mcu_state() {
+  mcu_statuses=$(qf resident list --json $dev && qf resident status --json $dev) || return 1
+  echo "$mcu_statuses" | awk '
+    /^  [{]/ { n = 0; running = 0; inside = 1 }
+    !inside { print; next }
+    { line[n++] = $0; if ($0 ~ /"state": "running"/) running = 1 }
+    /^  [}]/ {
+      for (i = 0; i < n; i++)
+        if (!running || line[i] !~ /"(releases|results|overruns|budget_exhaustions|deadline_misses|lateness_max_us|compute_max_ns|not_delivered|rejected)":/) print line[i]
+      inside = 0
+    }'
+}
+json_field() { echo "$1" | sed -n "s/^ *\"$2\": \"*\([^,\"]*\)\"*,*$/\1/p" | head -n 1; }
+# observe_ok CHAIN SAMPLES ARGS...: `qf resident observe` of that chain has SAMPLES results, 0 lost,
+# 0 wrong (other chains' results are skipped); what it printed when not.
+observe_ok() {
+  chain=$1 samples=$2; shift 2
+  out=$(qf resident observe --chain "$chain" "$@" --samples "$samples" --warmup 5 --out /tmp/resident $dev 2>&1) &&
+    echo "$out" | awk -v n="$samples" 'NR == 2 { ok = ($3 == n && $4 == 0 && $5 == 0) } END { exit !ok }' &&
+    echo "chain $chain: $(echo "$out" | tail -n 1)" || { echo "chain $chain: $out" | tail -n 3 | tr '\n' ' '; return 1; }
+}
+# refused_unchanged STATUS ARGS...: `qf resident ARGS` fails naming STATUS, and the MCU's list and
+# statuses are as before (mcu_state).
+refused_unchanged() {
+  status=$1; shift
+  before=$(mcu_state) || return 1
+  if out=$(qf resident "$@" 2>&1); then echo "accepted: qf resident $*: $out"; return 1; fi
+  echo "$out" | grep -q -e "$status" || { echo "qf resident $*: $out"; return 1; }
+  [ "$(mcu_state)" = "$before" ] || { echo "qf resident $* changed the MCU"; return 1; }
+}

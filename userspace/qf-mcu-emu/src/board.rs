@@ -107,7 +107,7 @@ struct Session {
     /// Messages waiting for a free rx buffer: (src, dst, payload).
     outbox: VecDeque<(u32, u32, Vec<u8>)>,
     /// Where chain results go: the address of the last Linux endpoint that wrote to the
-    /// channel (as OpenAMP learns an endpoint's destination from the first message it gets).
+    /// channel (the Zephyr executor's rpmsg transport keeps the same rule).
     chain_dest: Option<u32>,
 }
 

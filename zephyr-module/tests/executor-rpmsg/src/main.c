@@ -27,6 +27,8 @@
 #define SLACK_TICKS 2
 #define CHAIN_PRIO 5
 #define PERIOD_MS 10
+/* The tests' chain id: the template's contract id, which every result carries (tagged). */
+#define CHAIN_ID 9
 /* A 512-byte rpmsg buffer less its 16-byte header. */
 #define MESSAGE_MAX (RPMSG_BUFFER_SIZE - 16)
 #define REPLY_TIMEOUT K_MSEC(100)
@@ -96,6 +98,8 @@ static int start_add_chain(uint64_t first_invocation)
 		.priority = CHAIN_PRIO,
 	};
 
+	put_be(template + 24, CHAIN_ID, 4);
+
 	running_chain = qf_chain_start(&config);
 	return running_chain;
 }
@@ -108,24 +112,28 @@ static int stop_chain(void)
 	return status;
 }
 
-/* The next message must be the add chain's result for @p invocation (40 + 2), at "qfabric". */
-static void expect_chain_result(uint64_t invocation)
+/*
+ * The next message must be the add chain's result for @p invocation (40 + 2), tagged with its
+ * chain id, at @p ept.
+ */
+static void expect_chain_result(enum host_endpoint ept, uint64_t invocation)
 {
 	static const uint8_t sum[4] = {0, 0, 0, 42};
 	uint8_t req[HEADER_LEN + 8];
 
 	add_request(req, invocation, 1, 40, 2);
-	expect_message(HOST_EPT_QFABRIC, expected,
+	put_be(req + 24, CHAIN_ID, 4);
+	expect_message(ept, expected,
 		       expected_response(req, QF_STATUS_OK, sum, sizeof(sum), expected));
 }
 
-/* Receives @p count results from invocation @p first on, one per period. */
-static void expect_chain_results(uint64_t first, int count)
+/* Receives @p count results from invocation @p first on at @p ept, one per period. */
+static void expect_chain_results(enum host_endpoint ept, uint64_t first, int count)
 {
 	int64_t first_at = 0;
 
 	for (int k = 0; k < count; k++) {
-		expect_chain_result(first + k);
+		expect_chain_result(ept, first + k);
 		if (k == 0) {
 			first_at = msg.at;
 		}
@@ -230,7 +238,7 @@ ZTEST(rpmsg_silent_host, test_chain_results_are_send_failures_until_the_host_wri
 	/* The host's first frame, the reference's golden add request, is answered ... */
 	send_golden_add_request();
 	/* ... and from the next release on every result reaches the host, one per period. */
-	expect_chain_results(1003, 3);
+	expect_chain_results(HOST_EPT_QFABRIC, 1003, 3);
 	k_sleep(K_MSEC(PERIOD_MS / 2));
 	zassert_ok(qf_chain_stats_get(chain, &stats));
 	zassert_ok(stop_chain());
@@ -326,14 +334,15 @@ ZTEST(rpmsg_frames, test_a_message_carries_at_most_496_bytes)
 
 /* ---- 4: resident chains on the open channel ---- */
 
-ZTEST(rpmsg_chains, test_chain_results_reach_the_host_endpoint_only)
+ZTEST(rpmsg_chains, test_chain_results_go_to_the_endpoint_that_last_wrote)
 {
 	static const uint8_t seven[4] = {0, 0, 0, 7};
 	struct qf_chain_stats stats;
 	size_t len = add_request(frame, 30, 0, 3, 4);
 
-	/* Another host endpoint writes to the MCU while the chain runs; only its response goes
-	 * to it.
+	/* A second host endpoint writes (as Linux's /dev/qfabricN does beside an rpmsg_char
+	 * endpoint, two addresses on the one channel): it is answered, and the chain's results
+	 * follow it ...
 	 */
 	zassert_ok(host_open(HOST_EPT_AUX, "", mcu_addr));
 	zassert_equal(host_send(HOST_EPT_AUX, frame, len), (int)len);
@@ -343,7 +352,15 @@ ZTEST(rpmsg_chains, test_chain_results_reach_the_host_endpoint_only)
 	int chain = start_add_chain(2000);
 
 	zassert_true(chain >= 0, "start: %d", chain);
-	expect_chain_results(2000, 5);
+	expect_chain_results(HOST_EPT_AUX, 2000, 3);
+	/* ... until "qfabric" writes, right after a result: from the next release on, the results
+	 * reach "qfabric" (and none is lost on the way).
+	 */
+	len = add_request(frame, 31, 0, 3, 4);
+	zassert_equal(host_send(HOST_EPT_QFABRIC, frame, len), (int)len);
+	expect_message(HOST_EPT_QFABRIC, expected,
+		       expected_response(frame, QF_STATUS_OK, seven, sizeof(seven), expected));
+	expect_chain_results(HOST_EPT_QFABRIC, 2003, 2);
 	k_sleep(K_MSEC(PERIOD_MS / 2));
 	zassert_ok(qf_chain_stats_get(chain, &stats));
 	zassert_ok(stop_chain());
