@@ -134,6 +134,31 @@ pub struct ControlBlock {
     pub(crate) admit_on_release: bool,
 }
 
+/// The part of a control block a reservation is computed from: what a setter changes, tried
+/// on its own (24 bytes) before the block is, so a refused change needs no copy of the block.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Reservation {
+    pub(crate) period: u64,
+    pub(crate) wcet: u64,
+    pub(crate) budget_max: u64,
+}
+
+impl Reservation {
+    /// The reservation asked for, as the ratio (numerator, denominator): `Q/period` for a
+    /// periodic CBS, `WCET/period` for a periodic thread with a declared WCET, none (0/1)
+    /// otherwise; `None` for a CBS without a period, whose window is the relative deadline of
+    /// each `deadline_set`.
+    pub(crate) fn terms(self) -> Option<(u64, u64)> {
+        if self.budget_max > 0 {
+            (self.period > 0).then_some((self.budget_max, self.period))
+        } else if self.period > 0 && self.wcet > 0 {
+            Some((self.wcet, self.period))
+        } else {
+            Some((0, 1))
+        }
+    }
+}
+
 impl ControlBlock {
     /// A detached, unconfigured block (what every pool slot starts as). All zeros, `miss_at`
     /// too, though zero is not [`NO_MISS_CHECK`]: a detached block's state means nothing until
@@ -242,18 +267,18 @@ impl ControlBlock {
         self.admitted
     }
 
-    /// The reservation the configuration asks for, as the ratio (numerator, denominator):
-    /// `Q/period` for a periodic CBS, `WCET/period` for a periodic thread with a declared WCET,
-    /// none (0/1) otherwise; `None` for a CBS without a period, whose window is the relative
-    /// deadline of each `deadline_set`.
-    pub(crate) fn reservation_terms(&self) -> Option<(u64, u64)> {
-        if self.server.enabled() {
-            (self.period > 0).then_some((self.server.budget_max, self.period))
-        } else if self.period > 0 && self.wcet > 0 {
-            Some((self.wcet, self.period))
-        } else {
-            Some((0, 1))
+    /// The configuration a reservation is computed from.
+    pub(crate) const fn reservation(&self) -> Reservation {
+        Reservation {
+            period: self.period,
+            wcet: self.wcet,
+            budget_max: self.server.budget_max,
         }
+    }
+
+    /// The reservation the configuration asks for (see [`Reservation::terms`]).
+    pub(crate) fn reservation_terms(&self) -> Option<(u64, u64)> {
+        self.reservation().terms()
     }
 
     /// The bandwidth [`Self::reservation_terms`] stand for (the admitted one if they are the
