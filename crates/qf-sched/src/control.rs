@@ -127,7 +127,7 @@ pub struct ControlBlock {
     pub(crate) admitted: Bandwidth,
     /// The (numerator, denominator) `admitted` was computed from: a thread that keeps its
     /// budget and relative deadline asks for the same bandwidth every cycle, and the division
-    /// (128-bit, thousands of instructions on a 32-bit MCU) need not be done again.
+    /// need not be done again.
     pub(crate) admitted_for: Option<(u64, u64)>,
     /// Admission control is on and this is a CBS thread without a period: its reservation's
     /// window is the relative deadline, admitted by `deadline_set` when it changes.
