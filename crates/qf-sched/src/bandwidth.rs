@@ -18,9 +18,10 @@ impl Bandwidth {
     /// `numerator / denominator`, rounded down to the next 2⁻⁶⁴; `None` if `denominator` is 0.
     ///
     /// Both below 2³² (any budget and period in µs or kernel ticks of a real system), the
-    /// quotient is three base-2³² digits found with 32-bit divisions only (one instruction on a
-    /// Cortex-M33 or an RV32IM core): a 64-bit division is a library call of ~75 instructions
-    /// on a 32-bit MCU, a 128-bit one of thousands.
+    /// quotient is three base-2³² digits: on a 32-bit core found with 32-bit divisions only
+    /// (one instruction on a Cortex-M33 or an RV32IM core, where a 64-bit division is a library
+    /// call of ~75 instructions and a 128-bit one of thousands), on a 64-bit one with its own
+    /// 64-bit divisions.
     pub const fn ratio(numerator: u64, denominator: u64) -> Option<Bandwidth> {
         if denominator == 0 {
             return None;
@@ -32,17 +33,11 @@ impl Bandwidth {
         const DIGIT: u64 = u32::MAX as u64;
         if numerator <= DIGIT && denominator <= DIGIT {
             let (n, d) = (numerator as u32, denominator as u32);
-            let q0 = n / d;
-            // numerator · 2⁶⁴ / denominator = q0 · 2⁶⁴ + q1 · 2³² + q2 (rounded down): the
-            // next two digits divide the remainder shifted by 32 bits, twice. Normalized (the
-            // divisor's top bit set), remainders stay normalized from one digit to the next.
-            let shift = d.leading_zeros();
-            let divisor = d << shift;
-            let (q1, r1) = digit(n.wrapping_sub(q0.wrapping_mul(d)) << shift, divisor);
-            let (q2, _) = digit(r1, divisor);
-            return Some(Bandwidth(
-                ((q0 as u128) << FRACTION_BITS) | ((q1 as u128) << 32) | q2 as u128,
-            ));
+            return Some(Bandwidth(if cfg!(target_pointer_width = "64") {
+                digits_by_u64(n, d)
+            } else {
+                digits_by_u32(n, d)
+            }));
         }
         Some(Bandwidth(
             ((numerator as u128) << FRACTION_BITS) / denominator as u128,
@@ -74,6 +69,29 @@ impl Bandwidth {
     pub const fn to_bits(self) -> u128 {
         self.0
     }
+}
+
+/// `n · 2⁶⁴ / d` rounded down, `d > 0`, as three base-2³² digits by 32-bit divisions:
+/// `q0 · 2⁶⁴ + q1 · 2³² + q2`, the next two digits dividing the remainder shifted by 32 bits,
+/// twice. Normalized (the divisor's top bit set), remainders stay normalized from one digit to
+/// the next.
+const fn digits_by_u32(n: u32, d: u32) -> u128 {
+    let q0 = n / d;
+    let shift = d.leading_zeros();
+    let divisor = d << shift;
+    let (q1, r1) = digit(n.wrapping_sub(q0.wrapping_mul(d)) << shift, divisor);
+    let (q2, _) = digit(r1, divisor);
+    ((q0 as u128) << FRACTION_BITS) | ((q1 as u128) << 32) | q2 as u128
+}
+
+/// [`digits_by_u32`] with 64-bit divisions (each remainder is below the divisor, so every
+/// shifted remainder fits 64 bits): one instruction each on a 64-bit core.
+const fn digits_by_u64(n: u32, d: u32) -> u128 {
+    let (n, d) = (n as u64, d as u64);
+    let (q0, r0) = (n / d, n % d);
+    let (q1, r1) = ((r0 << 32) / d, (r0 << 32) % d);
+    let q2 = (r1 << 32) / d;
+    ((q0 as u128) << FRACTION_BITS) | ((q1 as u128) << 32) | q2 as u128
 }
 
 /// `(remainder · 2³²) / divisor` and its remainder, for a normalized `divisor` (top bit set) and
@@ -131,6 +149,9 @@ mod tests {
         fn the_32_bit_path_equals_the_128_bit_division(n in 0u64..=u32::MAX as u64, d in 1u64..=u32::MAX as u64) {
             let wide = ((n as u128) << FRACTION_BITS) / d as u128;
             proptest::prop_assert_eq!(Bandwidth::ratio(n, d), Some(Bandwidth(wide)));
+            // Both ways of finding the digits, whichever this target uses.
+            proptest::prop_assert_eq!(digits_by_u32(n as u32, d as u32), wide);
+            proptest::prop_assert_eq!(digits_by_u64(n as u32, d as u32), wide);
         }
     }
 
@@ -171,6 +192,8 @@ mod tests {
                     Some(Bandwidth(wide)),
                     "{n}/{d}"
                 );
+                assert_eq!(digits_by_u32(n, d), wide, "{n}/{d} by 32-bit divisions");
+                assert_eq!(digits_by_u64(n, d), wide, "{n}/{d} by 64-bit divisions");
             }
         }
     }
