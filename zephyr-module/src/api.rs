@@ -86,8 +86,8 @@ pub extern "C" fn qf_thread_deadline_set(thread: *mut KThread, deadline: c_int) 
             Err(errno) => return Some(errno),
         };
         // The job is released when the call starts, as upstream's k_thread_deadline_set reads
-        // the cycle counter first, not once admission control (up to ~4,000 instructions on
-        // an M33 when the terms change) is done.
+        // the cycle counter first, not once the admission test (when a period-less CBS
+        // thread's terms change) is done.
         let mut kernel = ZephyrKernel::api_call(&state.threads, caller, port::now(), &mut deferred);
         Some(status(state.sched.deadline_set(&mut kernel, id, rel)))
     });

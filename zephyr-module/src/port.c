@@ -83,7 +83,20 @@ uint64_t qf_port_now(void)
 
 uint64_t qf_port_cycles_to_ticks(uint32_t cycles)
 {
+#if !defined(CONFIG_TIMER_READS_ITS_FREQUENCY_AT_RUNTIME) &&                                      \
+	CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC >= CONFIG_SYS_CLOCK_TICKS_PER_SEC &&                    \
+	CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC % CONFIG_SYS_CLOCK_TICKS_PER_SEC == 0
+	/* A whole number of cycles per tick, known when compiling: k_cyc_to_ticks_ceil64's value
+	 * with a 32-bit division by a constant (a multiplication), where it divides in 64 bits (a
+	 * library call of ~60 instructions on a 32-bit core, in every qf_thread_deadline_set).
+	 */
+	const uint32_t per_tick =
+		CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC / CONFIG_SYS_CLOCK_TICKS_PER_SEC;
+
+	return (uint64_t)(cycles / per_tick) + (cycles % per_tick != 0U);
+#else
 	return k_cyc_to_ticks_ceil64(cycles);
+#endif
 }
 
 struct k_thread *qf_port_current(void)

@@ -18,22 +18,26 @@ impl Bandwidth {
     /// `numerator / denominator`, rounded down to the next 2⁻⁶⁴; `None` if `denominator` is 0.
     ///
     /// Both below 2³² (any budget and period in µs or kernel ticks of a real system), the
-    /// quotient is found as three base-2³² digits with 64-by-64-bit divisions: a 128-bit
-    /// division is a library call of thousands of instructions on a 32-bit MCU.
+    /// quotient is three base-2³² digits: on a 32-bit core found with 32-bit divisions only
+    /// (one instruction on a Cortex-M33 or an RV32IM core, where a 64-bit division is a library
+    /// call of ~75 instructions and a 128-bit one of thousands), on a 64-bit one with its own
+    /// 64-bit divisions.
     pub const fn ratio(numerator: u64, denominator: u64) -> Option<Bandwidth> {
         if denominator == 0 {
             return None;
         }
+        if numerator == 0 {
+            // No reservation (what a thread without one asks for): no division.
+            return Some(Bandwidth::ZERO);
+        }
         const DIGIT: u64 = u32::MAX as u64;
         if numerator <= DIGIT && denominator <= DIGIT {
-            // numerator · 2⁶⁴ / denominator = q0 · 2⁶⁴ + q1 · 2³² + q2 (rounded down), each
-            // remainder below the denominator, so every shifted remainder fits in 64 bits.
-            let (q0, r0) = (numerator / denominator, numerator % denominator);
-            let (q1, r1) = ((r0 << 32) / denominator, (r0 << 32) % denominator);
-            let q2 = (r1 << 32) / denominator;
-            return Some(Bandwidth(
-                ((q0 as u128) << FRACTION_BITS) | ((q1 as u128) << 32) | q2 as u128,
-            ));
+            let (n, d) = (numerator as u32, denominator as u32);
+            return Some(Bandwidth(if cfg!(target_pointer_width = "64") {
+                digits_by_u64(n, d)
+            } else {
+                digits_by_u32(n, d)
+            }));
         }
         Some(Bandwidth(
             ((numerator as u128) << FRACTION_BITS) / denominator as u128,
@@ -67,6 +71,66 @@ impl Bandwidth {
     }
 }
 
+/// `n · 2⁶⁴ / d` rounded down, `d > 0`, as three base-2³² digits by 32-bit divisions:
+/// `q0 · 2⁶⁴ + q1 · 2³² + q2`, the next two digits dividing the remainder shifted by 32 bits,
+/// twice. Normalized (the divisor's top bit set), remainders stay normalized from one digit to
+/// the next.
+const fn digits_by_u32(n: u32, d: u32) -> u128 {
+    let q0 = n / d;
+    let shift = d.leading_zeros();
+    let divisor = d << shift;
+    let (q1, r1) = digit(n.wrapping_sub(q0.wrapping_mul(d)) << shift, divisor);
+    let (q2, _) = digit(r1, divisor);
+    ((q0 as u128) << FRACTION_BITS) | ((q1 as u128) << 32) | q2 as u128
+}
+
+/// [`digits_by_u32`] with 64-bit divisions (each remainder is below the divisor, so every
+/// shifted remainder fits 64 bits): one instruction each on a 64-bit core.
+const fn digits_by_u64(n: u32, d: u32) -> u128 {
+    let (n, d) = (n as u64, d as u64);
+    let (q0, r0) = (n / d, n % d);
+    let (q1, r1) = ((r0 << 32) / d, (r0 << 32) % d);
+    let q2 = (r1 << 32) / d;
+    ((q0 as u128) << FRACTION_BITS) | ((q1 as u128) << 32) | q2 as u128
+}
+
+/// `(remainder · 2³²) / divisor` and its remainder, for a normalized `divisor` (top bit set) and
+/// `remainder < divisor` (so the quotient fits 32 bits): Knuth's algorithm D in base 2¹⁶ with
+/// 32-bit divisions only (Hacker's Delight, `divlu`, with a low dividend word of zero). Written
+/// out because Rust has no 64-by-32-bit division: `u64 / u64` is `__aeabi_uldivmod` on a
+/// 32-bit Arm, and the crates that divide by a 32-bit invariant (`strength_reduce`, ...) need a
+/// 64-bit or 128-bit division to set up, the very cost this avoids.
+const fn digit(remainder: u32, divisor: u32) -> (u32, u32) {
+    const HALF: u32 = 1 << 16;
+    let (high, low) = (divisor >> 16, divisor & (HALF - 1));
+    // The high half digit, estimated from the divisor's high half, then corrected (at most
+    // twice). The low half of the dividend's upper word is zero.
+    let mut q1 = remainder / high;
+    let mut rhat = remainder - q1 * high;
+    while q1 >= HALF || q1 * low > rhat << 16 {
+        q1 -= 1;
+        rhat += high;
+        if rhat >= HALF {
+            break;
+        }
+    }
+    // The partial remainder is below the divisor: the wrapped difference is exact.
+    let partial = (remainder << 16).wrapping_sub(q1.wrapping_mul(divisor));
+    let mut q0 = partial / high;
+    let mut rhat = partial - q0 * high;
+    while q0 >= HALF || q0 * low > rhat << 16 {
+        q0 -= 1;
+        rhat += high;
+        if rhat >= HALF {
+            break;
+        }
+    }
+    (
+        (q1 << 16) | q0,
+        (partial << 16).wrapping_sub(q0.wrapping_mul(divisor)),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +149,52 @@ mod tests {
         fn the_32_bit_path_equals_the_128_bit_division(n in 0u64..=u32::MAX as u64, d in 1u64..=u32::MAX as u64) {
             let wide = ((n as u128) << FRACTION_BITS) / d as u128;
             proptest::prop_assert_eq!(Bandwidth::ratio(n, d), Some(Bandwidth(wide)));
+            // Both ways of finding the digits, whichever this target uses.
+            proptest::prop_assert_eq!(digits_by_u32(n as u32, d as u32), wide);
+            proptest::prop_assert_eq!(digits_by_u64(n as u32, d as u32), wide);
+        }
+    }
+
+    /// Where long division by half-words goes wrong first: divisors of every width (normalized
+    /// by up to 31 bits), with low halves at their extremes (the estimate's corrections), and
+    /// numerators just below, at and above them.
+    #[test]
+    fn the_32_bit_path_equals_the_128_bit_division_at_the_edges() {
+        let mut divisors = [0u32; 6 * 32];
+        for (bit, chunk) in divisors.chunks_mut(6).enumerate() {
+            let top = 1u32 << bit;
+            chunk.copy_from_slice(&[
+                top,
+                top | (top >> 1),
+                top.wrapping_sub(1).max(1),
+                (top | (top - 1)) ^ (top >> 17),
+                top | (top.wrapping_sub(1) & 0xffff),
+                top | (top.wrapping_sub(1) & 0xffff_0000),
+            ]);
+        }
+        for d in divisors
+            .into_iter()
+            .chain([u32::MAX, u32::MAX - 1, 0xffff, 0x1_0001])
+        {
+            for n in [
+                0,
+                1,
+                d - 1,
+                d,
+                d.saturating_add(1),
+                u32::MAX,
+                u32::MAX / 3,
+                0x8000_0000,
+            ] {
+                let wide = ((n as u128) << FRACTION_BITS) / d as u128;
+                assert_eq!(
+                    Bandwidth::ratio(n.into(), d.into()),
+                    Some(Bandwidth(wide)),
+                    "{n}/{d}"
+                );
+                assert_eq!(digits_by_u32(n, d), wide, "{n}/{d} by 32-bit divisions");
+                assert_eq!(digits_by_u64(n, d), wide, "{n}/{d} by 64-bit divisions");
+            }
         }
     }
 

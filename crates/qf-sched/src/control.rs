@@ -127,11 +127,36 @@ pub struct ControlBlock {
     pub(crate) admitted: Bandwidth,
     /// The (numerator, denominator) `admitted` was computed from: a thread that keeps its
     /// budget and relative deadline asks for the same bandwidth every cycle, and the division
-    /// (128-bit, thousands of instructions on a 32-bit MCU) need not be done again.
+    /// need not be done again.
     pub(crate) admitted_for: Option<(u64, u64)>,
     /// Admission control is on and this is a CBS thread without a period: its reservation's
     /// window is the relative deadline, admitted by `deadline_set` when it changes.
     pub(crate) admit_on_release: bool,
+}
+
+/// The part of a control block a reservation is computed from: what a setter changes, tried
+/// on its own (24 bytes) before the block is, so a refused change needs no copy of the block.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Reservation {
+    pub(crate) period: u64,
+    pub(crate) wcet: u64,
+    pub(crate) budget_max: u64,
+}
+
+impl Reservation {
+    /// The reservation asked for, as the ratio (numerator, denominator): `Q/period` for a
+    /// periodic CBS, `WCET/period` for a periodic thread with a declared WCET, none (0/1)
+    /// otherwise; `None` for a CBS without a period, whose window is the relative deadline of
+    /// each `deadline_set`.
+    pub(crate) fn terms(self) -> Option<(u64, u64)> {
+        if self.budget_max > 0 {
+            (self.period > 0).then_some((self.budget_max, self.period))
+        } else if self.period > 0 && self.wcet > 0 {
+            Some((self.wcet, self.period))
+        } else {
+            Some((0, 1))
+        }
+    }
 }
 
 impl ControlBlock {
@@ -242,18 +267,18 @@ impl ControlBlock {
         self.admitted
     }
 
-    /// The reservation the configuration asks for, as the ratio (numerator, denominator):
-    /// `Q/period` for a periodic CBS, `WCET/period` for a periodic thread with a declared WCET,
-    /// none (0/1) otherwise; `None` for a CBS without a period, whose window is the relative
-    /// deadline of each `deadline_set`.
-    pub(crate) fn reservation_terms(&self) -> Option<(u64, u64)> {
-        if self.server.enabled() {
-            (self.period > 0).then_some((self.server.budget_max, self.period))
-        } else if self.period > 0 && self.wcet > 0 {
-            Some((self.wcet, self.period))
-        } else {
-            Some((0, 1))
+    /// The configuration a reservation is computed from.
+    pub(crate) const fn reservation(&self) -> Reservation {
+        Reservation {
+            period: self.period,
+            wcet: self.wcet,
+            budget_max: self.server.budget_max,
         }
+    }
+
+    /// The reservation the configuration asks for (see [`Reservation::terms`]).
+    pub(crate) fn reservation_terms(&self) -> Option<(u64, u64)> {
+        self.reservation().terms()
     }
 
     /// The bandwidth [`Self::reservation_terms`] stand for (the admitted one if they are the

@@ -4,7 +4,7 @@
 //! check, suspension) lives in [`Scheduler::deadline_set`]; the per-thread steps are in
 //! [`crate::ControlBlock`].
 
-use crate::control::{Callback, ControlBlock, Expiry, NO_TIMER};
+use crate::control::{Callback, ControlBlock, Expiry, Reservation, NO_TIMER};
 use crate::event::{Event, EventKind, EventRing};
 use crate::{Bandwidth, Error, Kernel, ThreadId};
 
@@ -103,7 +103,11 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// with a CBS, `WCET/period` with a declared WCET) is admitted here, or refused with
     /// [`Error::AdmissionRejected`] changing nothing.
     pub fn period_set(&mut self, id: ThreadId, period: u64) -> Result<(), Error> {
-        self.reconfigure(id, |block| block.period = period)
+        self.reconfigure(
+            id,
+            |reservation| reservation.period = period,
+            |block| block.period = period,
+        )
     }
 
     /// `k_thread_deadline_miss_callback_set`: sets or clears the callback run when a cycle is
@@ -129,15 +133,19 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// relative deadline is its server period), or refused with [`Error::AdmissionRejected`]
     /// changing nothing.
     pub fn cbs_budget_set(&mut self, id: ThreadId, budget: u64) -> Result<(), Error> {
-        self.reconfigure(id, |block| {
-            if budget == 0 || !block.server.enabled() {
-                block.server.budget = 0;
-                block.server.deadline = 0;
-                block.budget_running_since = None;
-                block.cycle_served = false;
-            }
-            block.server.budget_max = budget;
-        })
+        self.reconfigure(
+            id,
+            |reservation| reservation.budget_max = budget,
+            |block| {
+                if budget == 0 || !block.server.enabled() {
+                    block.server.budget = 0;
+                    block.server.deadline = 0;
+                    block.budget_running_since = None;
+                    block.cycle_served = false;
+                }
+                block.server.budget_max = budget;
+            },
+        )
     }
 
     /// Hard-reservation mode (off by default, beyond the paper): on budget exhaustion with work
@@ -163,15 +171,22 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// Declares a periodic thread's worst-case execution time, used only by admission control
     /// (`WCET/period`). A periodic thread without a declared WCET is not accounted.
     pub fn wcet_set(&mut self, id: ThreadId, wcet: u64) -> Result<(), Error> {
-        self.reconfigure(id, |block| block.wcet = wcet)
+        self.reconfigure(
+            id,
+            |reservation| reservation.wcet = wcet,
+            |block| block.wcet = wcet,
+        )
     }
 
-    /// Applies a setter to a copy of the block, admits the copy's reservation if admission
-    /// control is on, and only then stores it: a refused change changes nothing. The one place
-    /// reservations are admitted, apart from a period-less CBS thread's relative deadline.
+    /// Applies a setter: with admission control on, first to the block's [`Reservation`] alone
+    /// (`reserve`), whose new reservation is admitted, and only then, if admitted, to the block
+    /// (`change`, which must change the reservation the same way): a refused change changes
+    /// nothing, and no copy of the block is made. The one place reservations are admitted, apart
+    /// from a period-less CBS thread's relative deadline.
     fn reconfigure(
         &mut self,
         id: ThreadId,
+        reserve: impl FnOnce(&mut Reservation),
         change: impl FnOnce(&mut ControlBlock),
     ) -> Result<(), Error> {
         let (bound, total) = (self.admission_bound, self.admitted_total);
@@ -180,20 +195,17 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             change(block);
             return Ok(());
         };
-        let mut changed = *block;
-        change(&mut changed);
-        let total = match changed.reservation_terms() {
-            Some(terms) => {
-                changed.admit_on_release = false;
-                admit(&mut changed, terms, bound, total)?
-            }
+        let mut reservation = block.reservation();
+        reserve(&mut reservation);
+        // `admit` records the admitted bandwidth in the block only once it is admitted.
+        let (total, admit_on_release) = match reservation.terms() {
+            Some(terms) => (admit(block, terms, bound, total)?, false),
             // A CBS without a period: its window is the next relative deadline.
-            None => {
-                changed.admit_on_release = true;
-                total
-            }
+            None => (total, true),
         };
-        *block = changed;
+        block.admit_on_release = admit_on_release;
+        change(block);
+        debug_assert_eq!(block.reservation_terms(), reservation.terms());
         self.admitted_total = total;
         Ok(())
     }

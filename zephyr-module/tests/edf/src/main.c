@@ -8,6 +8,7 @@
 #include <zephyr/ztest.h>
 #include <string.h>
 #include <qfabric/qfabric.h>
+#include <qfabric/port.h>
 
 /* The same specification for both hook modes: the patched kernel's syscalls, or the module's
  * qf_* functions on an unpatched kernel (CONFIG_TRACING_USER hooks).
@@ -108,6 +109,25 @@ static bool trace_find(int slot, const char *kind, struct qf_event *out)
 		}
 	}
 	return false;
+}
+
+/* ---- durations ---- */
+
+/* The port's cycles-to-ticks conversion (every duration argument of the thread API) is
+ * Zephyr's k_cyc_to_ticks_ceil64, however it is computed: at the tick boundaries and at the
+ * ends of the argument's range.
+ */
+ZTEST(qfabric_edf, test_cycles_to_ticks_is_the_kernels_ceiling)
+{
+	const uint32_t tick = k_ticks_to_cyc_floor32(1);
+	const uint32_t cycles[] = {0U,        1U,           tick - 1U, tick,      tick + 1U,
+				   2U * tick, 3U * tick - 1U, ms(1),     ms(1) + 1U, INT32_MAX,
+				   UINT32_MAX - 1U, UINT32_MAX};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cycles); i++) {
+		zassert_equal(qf_port_cycles_to_ticks(cycles[i]), k_cyc_to_ticks_ceil64(cycles[i]),
+			      "%u cycles", cycles[i]);
+	}
 }
 
 /* ---- deadline set without a period ---- */
