@@ -528,7 +528,6 @@ static void start_fir_chain_from_the_stack(void *a, void *b, void *c)
 ZTEST(qfabric_executor_chains, test_chain_started_from_a_small_stack_outlives_its_config)
 {
 	const int periods = 3;
-	size_t unused = 0;
 
 	starter_chain = -1;
 	k_tid_t starter = k_thread_create(&starter_thread, starter_stack, STARTER_STACK,
@@ -540,6 +539,8 @@ ZTEST(qfabric_executor_chains, test_chain_started_from_a_small_stack_outlives_it
 	zassert_true(chain >= 0, "start: %d", chain);
 #ifndef CONFIG_ARCH_POSIX
 	/* native_sim runs threads on host stacks: only real boards tell. */
+	size_t unused = 0;
+
 	zassert_ok(k_thread_stack_space_get(starter, &unused));
 	TC_PRINT("starter stack: %zu of %d bytes never used\n", unused, STARTER_STACK);
 	zassert_true(unused >= 128, "qf_chain_start left %zu bytes of a %d-byte stack", unused,
