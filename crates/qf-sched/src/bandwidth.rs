@@ -76,7 +76,10 @@ impl Bandwidth {
 /// twice. Normalized (the divisor's top bit set), remainders stay normalized from one digit to
 /// the next.
 const fn digits_by_u32(n: u32, d: u32) -> u128 {
-    let q0 = n / d;
+    // `ratio` never passes 0; `checked_div` keeps a panic path out of the image all the same.
+    let Some(q0) = n.checked_div(d) else {
+        return 0;
+    };
     let shift = d.leading_zeros();
     let divisor = d << shift;
     let (q1, r1) = digit(n.wrapping_sub(q0.wrapping_mul(d)) << shift, divisor);
@@ -102,7 +105,9 @@ const fn digits_by_u64(n: u32, d: u32) -> u128 {
 /// 64-bit or 128-bit division to set up, the very cost this avoids.
 const fn digit(remainder: u32, divisor: u32) -> (u32, u32) {
     const HALF: u32 = 1 << 16;
-    let (high, low) = (divisor >> 16, divisor & (HALF - 1));
+    // `divisor` is normalized, so its high half has bit 15 set already: setting it again
+    // shows the compiler the divisions below cannot divide by zero (no panic path linked).
+    let (high, low) = ((divisor >> 16) | (1 << 15), divisor & (HALF - 1));
     // The high half digit, estimated from the divisor's high half, then corrected (at most
     // twice). The low half of the dividend's upper word is zero.
     let mut q1 = remainder / high;
