@@ -108,7 +108,7 @@ board_resident_refusals() {
   done
   refused_unchanged table_full install --chain 28 --task add --period-us 100000 $dev || return 1
   for c in $filled; do qf resident remove $c $dev >/dev/null || return 1; done
-  echo "id_in_use, not_installed, table_full (${filled:- no} free slots filled) named, --period-us checked; MCU unchanged each time"
+  echo "id_in_use, not_installed, table_full (free slots filled first with chain${filled:- none}) named, --period-us checked; MCU unchanged each time"
 }
 check resident-dev-refusals board_resident_refusals
 # Over the bound by half of chain 7's reservation, whatever the MCU has reserved already: refused;
