@@ -65,3 +65,24 @@ refused_unchanged() {
   echo "$out" | grep -q -e "$status" || { echo "qf resident $*: $out"; return 1; }
   [ "$(mcu_state)" = "$before" ] || { echo "qf resident $* changed the MCU"; return 1; }
 }
+
+# A stopped chain sends nothing more and its counters stay as they were: stops chain ID, waits for
+# one result of it (`qf resident observe` with the given arguments must find none) and requires
+# its status unchanged, stopped, at least MIN releases, one OK result each and none rejected.
+# Leaves the status in $after and prints nothing on success.
+# Usage: resident_stopped ID MIN OBSERVE-ARGS...
+resident_stopped() {
+  local id="$1" min="$2" before
+  shift 2
+  qf resident stop "$id" $dev >/dev/null || return 1
+  before=$(qf resident status "$id" --json $dev) || return 1
+  if qf resident observe --chain "$id" "$@" --samples 1 --warmup 0 \
+    --out /tmp/resident-stopped $dev >/tmp/stopped.log 2>&1; then
+    echo "a result of chain $id after its stop"; return 1
+  fi
+  grep -q "none within" /tmp/stopped.log || { cat /tmp/stopped.log; return 1; }
+  after=$(qf resident status "$id" --json $dev) || return 1
+  releases=$(json_field "$after" releases) results=$(json_field "$after" results)
+  [ "$before" = "$after" ] && [ "$(json_field "$after" state)" = stopped ] &&
+    [ "$releases" -ge "$min" ] && [ "$releases" = "$results" ] && [ "$(json_field "$after" rejected)" = 0 ]
+}
