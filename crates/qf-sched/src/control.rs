@@ -276,6 +276,13 @@ impl ControlBlock {
         }
     }
 
+    /// Takes a reservation's terms (what [`Scheduler`](crate::Scheduler)'s setters change).
+    pub(crate) fn set_reservation(&mut self, reservation: Reservation) {
+        self.period = reservation.period;
+        self.wcet = reservation.wcet;
+        self.server.budget_max = reservation.budget_max;
+    }
+
     /// The reservation the configuration asks for (see [`Reservation::terms`]).
     pub(crate) fn reservation_terms(&self) -> Option<(u64, u64)> {
         self.reservation().terms()

@@ -103,11 +103,8 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// with a CBS, `WCET/period` with a declared WCET) is admitted here, or refused with
     /// [`Error::AdmissionRejected`] changing nothing.
     pub fn period_set(&mut self, id: ThreadId, period: u64) -> Result<(), Error> {
-        self.reconfigure(
-            id,
-            |reservation| reservation.period = period,
-            |block| block.period = period,
-        )
+        self.reconfigure(id, |reservation| reservation.period = period)
+            .map(drop)
     }
 
     /// `k_thread_deadline_miss_callback_set`: sets or clears the callback run when a cycle is
@@ -133,19 +130,16 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// relative deadline is its server period), or refused with [`Error::AdmissionRejected`]
     /// changing nothing.
     pub fn cbs_budget_set(&mut self, id: ThreadId, budget: u64) -> Result<(), Error> {
-        self.reconfigure(
-            id,
-            |reservation| reservation.budget_max = budget,
-            |block| {
-                if budget == 0 || !block.server.enabled() {
-                    block.server.budget = 0;
-                    block.server.deadline = 0;
-                    block.budget_running_since = None;
-                    block.cycle_served = false;
-                }
-                block.server.budget_max = budget;
-            },
-        )
+        let before = self.reconfigure(id, |reservation| reservation.budget_max = budget)?;
+        if budget == 0 || before.budget_max == 0 {
+            // The server is removed or new: no budget, deadline or running clock of before.
+            let block = self.slot(id)?;
+            block.server.budget = 0;
+            block.server.deadline = 0;
+            block.budget_running_since = None;
+            block.cycle_served = false;
+        }
+        Ok(())
     }
 
     /// Hard-reservation mode (off by default, beyond the paper): on budget exhaustion with work
@@ -171,43 +165,39 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// Declares a periodic thread's worst-case execution time, used only by admission control
     /// (`WCET/period`). A periodic thread without a declared WCET is not accounted.
     pub fn wcet_set(&mut self, id: ThreadId, wcet: u64) -> Result<(), Error> {
-        self.reconfigure(
-            id,
-            |reservation| reservation.wcet = wcet,
-            |block| block.wcet = wcet,
-        )
+        self.reconfigure(id, |reservation| reservation.wcet = wcet)
+            .map(drop)
     }
 
-    /// Applies a setter: with admission control on, first to the block's [`Reservation`] alone
-    /// (`reserve`), whose new reservation is admitted, and only then, if admitted, to the block
-    /// (`change`, which must change the reservation the same way): a refused change changes
-    /// nothing, and no copy of the block is made. The one place reservations are admitted, apart
-    /// from a period-less CBS thread's relative deadline.
+    /// Applies a setter to the block's [`Reservation`] (period, WCET, budget): with admission
+    /// control on, the new reservation is admitted before the block takes it, so a refused
+    /// change changes nothing and no copy of the block is made. Returns the reservation as it
+    /// was. The one place reservations are admitted, apart from a period-less
+    /// CBS thread's relative deadline.
     fn reconfigure(
         &mut self,
         id: ThreadId,
         reserve: impl FnOnce(&mut Reservation),
-        change: impl FnOnce(&mut ControlBlock),
-    ) -> Result<(), Error> {
+    ) -> Result<Reservation, Error> {
         let (bound, total) = (self.admission_bound, self.admitted_total);
         let block = self.slot(id)?;
-        let Some(bound) = bound else {
-            change(block);
-            return Ok(());
-        };
-        let mut reservation = block.reservation();
+        let before = block.reservation();
+        let mut reservation = before;
         reserve(&mut reservation);
-        // `admit` records the admitted bandwidth in the block only once it is admitted.
-        let (total, admit_on_release) = match reservation.terms() {
-            Some(terms) => (admit(block, terms, bound, total)?, false),
-            // A CBS without a period: its window is the next relative deadline.
-            None => (total, true),
-        };
-        block.admit_on_release = admit_on_release;
-        change(block);
-        debug_assert_eq!(block.reservation_terms(), reservation.terms());
-        self.admitted_total = total;
-        Ok(())
+        let mut admitted_total = total;
+        if let Some(bound) = bound {
+            // `admit` records the admitted bandwidth in the block only once it is admitted.
+            let admit_on_release;
+            (admitted_total, admit_on_release) = match reservation.terms() {
+                Some(terms) => (admit(block, terms, bound, total)?, false),
+                // A CBS without a period: its window is the next relative deadline.
+                None => (total, true),
+            };
+            block.admit_on_release = admit_on_release;
+        }
+        block.set_reservation(reservation);
+        self.admitted_total = admitted_total;
+        Ok(before)
     }
 
     /// Admission control (off by default, beyond the paper): with `Some(bound)`, a change of
