@@ -44,6 +44,31 @@ impl Bandwidth {
         ))
     }
 
+    /// Whether `numerator / denominator` (as [`Self::ratio`] rounds it) is at most `self`,
+    /// decided by multiplication: `⌊n · 2⁶⁴ / d⌋ ≤ h` exactly when `n · 2⁶⁴ < (h + 1) · d`, that
+    /// is when `n ≤ ⌊(h · d + d − 1) / 2⁶⁴⌋`. With `n`, `d` below 2³² and `h` below 2⁹⁶ (three
+    /// base-2³² digits) that is three 32 × 32-bit multiplications (one instruction each on a
+    /// Cortex-M33 or RV32IM core) and no division; otherwise it compares the ratio. `false` if
+    /// `denominator` is 0. The admission test of a release uses it, so a release never divides.
+    pub const fn admits(self, numerator: u64, denominator: u64) -> bool {
+        const DIGIT: u64 = u32::MAX as u64;
+        if denominator == 0 {
+            return false;
+        }
+        if numerator > DIGIT || denominator > DIGIT || self.0 >> 96 != 0 {
+            return match Bandwidth::ratio(numerator, denominator) {
+                Some(ratio) => ratio.0 <= self.0,
+                None => false,
+            };
+        }
+        let h = self.0;
+        // h · d + (d − 1), digit by digit; each partial sum fits 64 bits.
+        let low = (h as u32 as u64) * denominator + (denominator - 1);
+        let middle = ((h >> 32) as u32 as u64) * denominator + (low >> 32);
+        let high = ((h >> 64) as u32 as u64) * denominator + (middle >> 32);
+        numerator <= high
+    }
+
     /// Sum, saturating at the largest representable value.
     pub const fn saturating_add(self, other: Bandwidth) -> Bandwidth {
         Bandwidth(self.0.saturating_add(other.0))
@@ -201,6 +226,48 @@ mod tests {
                 assert_eq!(digits_by_u64(n, d), wide, "{n}/{d} by 64-bit divisions");
             }
         }
+    }
+
+    proptest::proptest! {
+        /// The admission test by multiplication decides as comparing the rounded ratio does.
+        #[test]
+        fn admits_equals_comparing_the_ratio(
+            n in 0u64..=u32::MAX as u64,
+            d in 1u64..=u32::MAX as u64,
+            room in 0u128..=(3u128 << 64),
+            near in proptest::bool::ANY,
+        ) {
+            let ratio = Bandwidth::ratio(n, d).unwrap_or(Bandwidth::ZERO);
+            // Half of the cases put the room within one unit of the ratio, where it matters.
+            let room = if near { ratio.0.saturating_add(room % 3).saturating_sub(1) } else { room };
+            proptest::prop_assert_eq!(Bandwidth(room).admits(n, d), ratio.0 <= room, "{}/{} in {}", n, d, room);
+        }
+    }
+
+    #[test]
+    fn admits_at_the_edges() {
+        for (n, d) in [
+            (1, 3),
+            (2, 6),
+            (u32::MAX as u64, 1),
+            (1, u32::MAX as u64),
+            (7, 7),
+            (0, 5),
+        ] {
+            let ratio = Bandwidth::ratio(n, d).unwrap_or(Bandwidth::ZERO);
+            assert!(ratio.admits(n, d), "{n}/{d} fits in itself");
+            if ratio.0 > 0 {
+                assert!(
+                    !Bandwidth(ratio.0 - 1).admits(n, d),
+                    "{n}/{d} not one unit below"
+                );
+            }
+        }
+        // Beyond the multiplying range: the ratio is compared.
+        assert!(Bandwidth::ONE.admits(1 << 40, 1 << 41));
+        assert!(!Bandwidth::ONE.admits((1 << 41) + 1, 1 << 41));
+        assert!(Bandwidth(u128::MAX).admits(5, 1));
+        assert!(!Bandwidth::ONE.admits(1, 0));
     }
 
     #[test]

@@ -132,6 +132,10 @@ pub struct ControlBlock {
     /// Admission control is on and this is a CBS thread without a period: its reservation's
     /// window is the relative deadline, admitted by `deadline_set` when it changes.
     pub(crate) admit_on_release: bool,
+    /// `admitted_for` was admitted by a release, which decides without dividing: `admitted` is
+    /// not computed yet and the scheduler's total leaves it out until it is (see
+    /// [`Scheduler`](crate::Scheduler)'s `settle`).
+    pub(crate) admitted_unsettled: bool,
 }
 
 /// The part of a control block a reservation is computed from: what a setter changes, tried
@@ -191,6 +195,7 @@ impl ControlBlock {
         admitted: Bandwidth::ZERO,
         admitted_for: None,
         admit_on_release: false,
+        admitted_unsettled: false,
     };
 
     /// What `attach` gives a slot: attached, unconfigured, no check pending.
@@ -264,7 +269,15 @@ impl ControlBlock {
     }
     /// Bandwidth currently admitted for this thread (counted only with admission control on).
     pub const fn admitted(&self) -> Bandwidth {
-        self.admitted
+        match self.admitted_for {
+            Some((numerator, denominator)) if self.admitted_unsettled => {
+                match Bandwidth::ratio(numerator, denominator) {
+                    Some(admitted) => admitted,
+                    None => Bandwidth::ZERO,
+                }
+            }
+            _ => self.admitted,
+        }
     }
 
     /// The configuration a reservation is computed from.
@@ -292,7 +305,7 @@ impl ControlBlock {
     /// terms it was computed from).
     pub(crate) fn requested_bandwidth(&self, terms: (u64, u64)) -> Bandwidth {
         if self.admitted_for == Some(terms) {
-            return self.admitted;
+            return self.admitted();
         }
         Bandwidth::ratio(terms.0, terms.1).unwrap_or(Bandwidth::ZERO)
     }

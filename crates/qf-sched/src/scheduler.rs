@@ -22,7 +22,12 @@ pub struct Scheduler<const THREADS: usize, const EVENTS: usize> {
     events: EventRing<EVENTS>,
     threads: [ControlBlock; THREADS],
     admission_bound: Option<Bandwidth>,
+    /// The bandwidth admitted, but for the one block a release admitted last (`unsettled`),
+    /// whose share is computed only when something else needs it ([`Self::settle`]).
     admitted_total: Bandwidth,
+    /// The slot whose admitted bandwidth is not in `admitted_total` yet (see
+    /// [`ControlBlock::admitted_unsettled`]), or `usize::MAX` for none.
+    unsettled: usize,
 }
 
 impl<const THREADS: usize, const EVENTS: usize> Default for Scheduler<THREADS, EVENTS> {
@@ -39,7 +44,18 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             events: EventRing::new(),
             admission_bound: None,
             admitted_total: Bandwidth::ZERO,
+            unsettled: NONE_UNSETTLED,
         }
+    }
+
+    /// Computes the bandwidth a release admitted without dividing and adds it to the total.
+    /// Every admission but a release's, `detach` and turning admission on or off start with it.
+    fn settle(&mut self) {
+        settle(
+            &mut self.threads,
+            &mut self.unsettled,
+            &mut self.admitted_total,
+        );
     }
 
     fn slot(&mut self, id: ThreadId) -> Result<&mut ControlBlock, Error> {
@@ -85,6 +101,8 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
 
     /// Releases slot `id` (thread exit): cancels its timer and returns its admitted bandwidth.
     pub fn detach<K: Kernel>(&mut self, kernel: &mut K, id: ThreadId) -> Result<(), Error> {
+        self.slot(id)?;
+        self.settle();
         let block = self.slot(id)?;
         let admitted = block.admitted;
         if block.timer_at != NO_TIMER {
@@ -179,6 +197,8 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
         id: ThreadId,
         reserve: impl FnOnce(&mut Reservation),
     ) -> Result<Reservation, Error> {
+        self.slot(id)?;
+        self.settle();
         let (bound, total) = (self.admission_bound, self.admitted_total);
         let block = self.slot(id)?;
         let before = block.reservation();
@@ -205,10 +225,12 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// [`Error::AdmissionRejected`] and changes nothing. Bandwidth is `Q/period` for a periodic
     /// CBS thread, `Q/rel` for a CBS thread without a period (admitted by `deadline_set` when
     /// `rel` changes), `WCET/period` for a periodic thread with a declared WCET. Reservations
-    /// are tested where they change (the setters), so a release with admission on does no
-    /// division and no test. Turning it on accounts the attached threads as they are now
+    /// are tested where they change (the setters), so a release with admission on tests
+    /// nothing, except a period-less CBS thread's release with a new `rel`, which decides by
+    /// multiplication and leaves the division to the next setter, detach or reader. Turning it on accounts the attached threads as they are now
     /// (even above the bound: they run already); turning it off forgets the accounting.
     pub fn admission_bound_set(&mut self, bound: Option<Bandwidth>) {
+        self.settle();
         self.admission_bound = bound;
         let mut total = Bandwidth::ZERO;
         for block in self.threads.iter_mut().filter(|block| block.attached) {
@@ -232,7 +254,10 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
 
     /// Sum of the bandwidth currently admitted (only maintained while admission control is on).
     pub fn admitted_total(&self) -> Bandwidth {
-        self.admitted_total
+        match self.threads.get(self.unsettled) {
+            Some(block) => self.admitted_total.saturating_add(block.admitted()),
+            None => self.admitted_total,
+        }
     }
 
     /// `k_thread_deadline_set`, Figure 1. Called by thread `id` itself with its relative
@@ -240,7 +265,8 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     ///
     /// 1. Admission control, only for a CBS thread without a period (its server period is
     ///    `rel`) when `rel` changed: refuse (and change nothing) if its bandwidth would push the
-    ///    total above the bound. Every other reservation was admitted by its setter.
+    ///    total above the bound, decided by multiplication, no division. Every other
+    ///    reservation was admitted by its setter.
     /// 2. End the current cycle, if one is running: stop and charge the CBS budget, drop the
     ///    pending deadline-miss check (so no false miss fires), record COMPLETE.
     /// 3. With a period and a cycle just ended: if the cycle ended on time, suspend (via
@@ -273,8 +299,10 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             events,
             admission_bound,
             admitted_total,
+            unsettled,
         } = self;
-        let block = match threads.get_mut(id.index()) {
+        let index = id.index();
+        let block = match threads.get_mut(index) {
             Some(block) if block.attached => block,
             _ => return Err(Error::UnknownThread),
         };
@@ -282,10 +310,13 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             if let Some(bound) = *admission_bound {
                 let terms = (block.server.budget_max, rel);
                 if block.admitted_for != Some(terms) {
-                    *admitted_total = admit(block, terms, bound, *admitted_total)?;
+                    admit_window(threads, index, terms, bound, admitted_total, unsettled)?;
                 }
             }
         }
+        let Some(block) = threads.get_mut(index) else {
+            return Err(Error::UnknownThread);
+        };
 
         let now = kernel.now();
         // The caller is the running thread, whatever the switch hooks reported so far.
@@ -383,10 +414,74 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     }
 }
 
-/// The admission test: the new total if the reservation `terms` (numerator, denominator) of
-/// `block` fits under `bound` with everything else admitted (recording it in the block), else
-/// the refusal. Out of line and cold: a release reaches it only for a period-less CBS thread
-/// whose relative deadline changed.
+/// [`Scheduler`]'s `unsettled` when no block is.
+const NONE_UNSETTLED: usize = usize::MAX;
+
+/// [`Scheduler::settle`] on the scheduler's parts, for `deadline_set`, which holds them apart.
+#[cold]
+#[inline(never)]
+fn settle(threads: &mut [ControlBlock], unsettled: &mut usize, total: &mut Bandwidth) {
+    if let Some(block) = threads.get_mut(*unsettled) {
+        block.admitted = block.admitted();
+        block.admitted_unsettled = false;
+        *total = total.saturating_add(block.admitted);
+    }
+    *unsettled = NONE_UNSETTLED;
+}
+
+/// The admission test of a release: a CBS thread without a period whose relative deadline (its
+/// server period, so the window of its reservation) changed. Decided by multiplication
+/// ([`Bandwidth::admits`]): an admitted window is recorded in the block with its bandwidth
+/// left to compute ([`settle`]) when the next admission, a detach or a reader needs it, so the
+/// release divides nothing. A refusal changes nothing (settling another block changes no
+/// figure anyone reads). Out of line and cold: it runs only when the window changes.
+#[cold]
+#[inline(never)]
+fn admit_window(
+    threads: &mut [ControlBlock],
+    index: usize,
+    terms: (u64, u64),
+    bound: Bandwidth,
+    total: &mut Bandwidth,
+    unsettled: &mut usize,
+) -> Result<(), Error> {
+    if *unsettled != index {
+        settle(threads, unsettled, total);
+    }
+    let Some(block) = threads.get_mut(index) else {
+        return Err(Error::UnknownThread);
+    };
+    // The total leaves out an unsettled block: this one, if its last window came so.
+    let own = if *unsettled == index {
+        Bandwidth::ZERO
+    } else {
+        block.admitted
+    };
+    let others = total.saturating_sub(own);
+    if others > bound || !bound.saturating_sub(others).admits(terms.0, terms.1) {
+        return Err(refusal(block.requested_bandwidth(terms), others, bound));
+    }
+    block.admitted_for = Some(terms);
+    block.admitted_unsettled = true;
+    *total = others;
+    *unsettled = index;
+    Ok(())
+}
+
+/// [`Error::AdmissionRejected`] with its figures in parts per million.
+#[cold]
+fn refusal(requested: Bandwidth, others: Bandwidth, bound: Bandwidth) -> Error {
+    let ppm = |b: Bandwidth| u32::try_from(b.ppm()).unwrap_or(u32::MAX);
+    Error::AdmissionRejected {
+        requested_ppm: ppm(requested),
+        others_ppm: ppm(others),
+        bound_ppm: ppm(bound),
+    }
+}
+
+/// The admission test of a setter: the new total if the reservation `terms` (numerator,
+/// denominator) of `block` fits under `bound` with everything else admitted (recording it in
+/// the block), else the refusal. Every block is settled when it runs.
 #[cold]
 #[inline(never)]
 fn admit(
@@ -398,12 +493,7 @@ fn admit(
     let requested = block.requested_bandwidth(terms);
     let others = total.saturating_sub(block.admitted);
     if others.saturating_add(requested) > bound {
-        let ppm = |b: Bandwidth| u32::try_from(b.ppm()).unwrap_or(u32::MAX);
-        return Err(Error::AdmissionRejected {
-            requested_ppm: ppm(requested),
-            others_ppm: ppm(others),
-            bound_ppm: ppm(bound),
-        });
+        return Err(refusal(requested, others, bound));
     }
     block.admitted = requested;
     block.admitted_for = Some(terms);

@@ -432,6 +432,43 @@ fn admission_follows_every_change_of_budget_and_relative_deadline() {
 }
 
 #[test]
+fn a_window_admitted_by_a_release_is_accounted_when_it_changes_again() {
+    // A release decides by multiplication and leaves the division to the next setter,
+    // detach or reader: windows changed release after release, with a setter between,
+    // must each replace the one before.
+    let (mut sched, mut k) = setup(&[T0, T1]);
+    sched.admission_bound_set(Bandwidth::ratio(1, 1));
+    sched.period_set(T1, 8).unwrap();
+    sched.cbs_budget_set(T0, 2).unwrap();
+    assert_eq!(sched.deadline_set(&mut k, T0, 8), Ok(()));
+    // T1's setter settles T0's window (1/8 + 2/8).
+    sched.wcet_set(T1, 1).unwrap();
+    assert_eq!(sched.admitted_total().ppm(), 375_000);
+    for (rel, ppm) in [(4, 500_000), (5, 400_000), (10, 200_000), (3, 666_667)] {
+        assert_eq!(sched.deadline_set(&mut k, T0, rel), Ok(()));
+        assert_eq!(sched.admitted_total().ppm(), ppm + 125_000, "T = {rel}");
+        assert_eq!(sched.thread(T0).map(|b| b.admitted().ppm()), Some(ppm));
+    }
+    // T1 asks for 3/8 more than fits beside 2/3; T0 shrinks at its release and then it fits.
+    sched.wcet_set(T1, 3).unwrap_err();
+    assert_eq!(sched.deadline_set(&mut k, T0, 4), Ok(()));
+    sched.wcet_set(T1, 3).unwrap();
+    assert_eq!(sched.admitted_total().ppm(), 875_000);
+    // T0 cannot take more back at its release; its window stays.
+    assert!(matches!(
+        sched.deadline_set(&mut k, T0, 2),
+        Err(Error::AdmissionRejected {
+            requested_ppm: 1_000_000,
+            others_ppm: 375_000,
+            ..
+        })
+    ));
+    assert_eq!(sched.admitted_total().ppm(), 875_000);
+    sched.detach(&mut k, T0).unwrap();
+    assert_eq!(sched.admitted_total().ppm(), 375_000);
+}
+
+#[test]
 fn a_periodic_reservation_is_admitted_by_its_setters_and_a_refused_one_changes_nothing() {
     let (mut sched, mut k) = setup(&[T0, T1]);
     sched.admission_bound_set(Bandwidth::ratio(1, 1));

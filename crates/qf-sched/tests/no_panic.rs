@@ -1,6 +1,7 @@
 //! Whatever a kernel or application feeds the scheduler — unknown ids, zero or huge values,
 //! a clock that jumps or goes backwards, hooks in any order — it returns a status and never
-//! panics (overflow checks are on in test builds, so an overflow would panic here).
+//! panics (overflow checks are on in test builds, so an overflow would panic here), and its
+//! admission accounting stays exact.
 
 mod recording_kernel;
 
@@ -91,6 +92,67 @@ proptest! {
         }
         let drained = sched.events().drain().count();
         prop_assert!(drained <= 8);
+    }
+}
+
+/// The calls that change what is admitted, on 4 threads with small values (so reservations
+/// fit and collide often), releases the most frequent.
+fn reservation_call() -> impl Strategy<Value = Call> {
+    let (id, v) = (0u16..4, 0u64..12);
+    prop_oneof![
+        1 => id.clone().prop_map(Call::Attach),
+        1 => id.clone().prop_map(Call::Detach),
+        2 => (id.clone(), v.clone()).prop_map(|(i, v)| Call::Period(i, v)),
+        2 => (id.clone(), v.clone()).prop_map(|(i, v)| Call::Budget(i, v)),
+        1 => (id.clone(), v.clone()).prop_map(|(i, v)| Call::Wcet(i, v)),
+        1 => proptest::option::of((v.clone(), v.clone())).prop_map(Call::Admission),
+        6 => (id.clone(), v).prop_map(|(i, v)| Call::Deadline(i, v)),
+        1 => id.prop_map(Call::CycleEnd),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    /// Whatever admits, refuses or forgets a reservation (setters, releases of CBS threads
+    /// without a period, detach, the bound turned on and off), the total is the sum of what
+    /// each thread has admitted, and a refusal changes neither.
+    #[test]
+    fn the_admitted_total_is_the_sum_of_the_threads_admitted(
+        calls in proptest::collection::vec(reservation_call(), 0..120)
+    ) {
+        let mut sched = Scheduler::<4, 8>::new();
+        let mut k = RecordingKernel::default();
+        sched.admission_bound_set(Bandwidth::ratio(1, 1));
+        let admitted = |sched: &Scheduler<4, 8>| -> Vec<Option<Bandwidth>> {
+            (0..4).map(|t| sched.thread(ThreadId(t)).map(|b| b.admitted())).collect()
+        };
+        for c in calls {
+            let (total, each) = (sched.admitted_total(), admitted(&sched));
+            let status = match c {
+                Call::Attach(i) => sched.attach(ThreadId(i)),
+                Call::Detach(i) => sched.detach(&mut k, ThreadId(i)),
+                Call::Period(i, v) => sched.period_set(ThreadId(i), v),
+                Call::Budget(i, v) => sched.cbs_budget_set(ThreadId(i), v),
+                Call::Wcet(i, v) => sched.wcet_set(ThreadId(i), v),
+                Call::Admission(b) => {
+                    sched.admission_bound_set(b.map_or(Bandwidth::ratio(1, 1), |(n, d)| Bandwidth::ratio(n, d)));
+                    Ok(())
+                }
+                Call::Deadline(i, v) => sched.deadline_set(&mut k, ThreadId(i), v),
+                Call::CycleEnd(i) => sched.cycle_end(&mut k, ThreadId(i)),
+                _ => Ok(()),
+            };
+            k.requests.clear();
+            if matches!(status, Err(qf_sched::Error::AdmissionRejected { .. })) {
+                prop_assert_eq!(sched.admitted_total(), total, "a refusal changed the total: {:?}", c);
+                prop_assert_eq!(admitted(&sched), each, "a refusal changed a thread: {:?}", c);
+            }
+            let sum = admitted(&sched)
+                .into_iter()
+                .flatten()
+                .fold(Bandwidth::ZERO, Bandwidth::saturating_add);
+            prop_assert_eq!(sched.admitted_total(), sum, "after {:?}", c);
+        }
     }
 }
 
