@@ -52,21 +52,39 @@ impl Bandwidth {
     /// `denominator` is 0. The admission test of a release uses it, so a release never divides.
     pub const fn admits(self, numerator: u64, denominator: u64) -> bool {
         const DIGIT: u64 = u32::MAX as u64;
-        if denominator == 0 {
-            return false;
+        if numerator > DIGIT || denominator > DIGIT || self.0 >> 96 != 0 || denominator == 0 {
+            return self.admits_by_ratio(numerator, denominator);
         }
-        if numerator > DIGIT || denominator > DIGIT || self.0 >> 96 != 0 {
-            return match Bandwidth::ratio(numerator, denominator) {
-                Some(ratio) => ratio.0 <= self.0,
-                None => false,
-            };
-        }
-        let h = self.0;
+        let (h, d) = (self.0, denominator as u32 as u64);
         // h · d + (d − 1), digit by digit; each partial sum fits 64 bits.
-        let low = (h as u32 as u64) * denominator + (denominator - 1);
-        let middle = ((h >> 32) as u32 as u64) * denominator + (low >> 32);
-        let high = ((h >> 64) as u32 as u64) * denominator + (middle >> 32);
+        let low = (h as u32 as u64) * d + (d - 1);
+        let middle = ((h >> 32) as u32 as u64) * d + (low >> 32);
+        let high = ((h >> 64) as u32 as u64) * d + (middle >> 32);
         numerator <= high
+    }
+
+    /// [`Self::admits`] beyond its multiplying range (or by 0): compares the ratio. Out of
+    /// line, so the common case keeps a small frame.
+    #[cold]
+    #[inline(never)]
+    const fn admits_by_ratio(self, numerator: u64, denominator: u64) -> bool {
+        match Bandwidth::ratio(numerator, denominator) {
+            Some(ratio) => ratio.0 <= self.0,
+            None => false,
+        }
+    }
+
+    /// Difference of a value at least `other` (modulo 2¹²⁸ otherwise: never a panic).
+    pub const fn wrapping_sub(self, other: Bandwidth) -> Bandwidth {
+        Bandwidth(self.0.wrapping_sub(other.0))
+    }
+
+    /// Difference, `None` if `other` is larger.
+    pub const fn checked_sub(self, other: Bandwidth) -> Option<Bandwidth> {
+        match self.0.checked_sub(other.0) {
+            Some(difference) => Some(Bandwidth(difference)),
+            None => None,
+        }
     }
 
     /// Sum, saturating at the largest representable value.

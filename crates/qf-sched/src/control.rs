@@ -302,10 +302,11 @@ impl ControlBlock {
     }
 
     /// The bandwidth [`Self::reservation_terms`] stand for (the admitted one if they are the
-    /// terms it was computed from).
+    /// terms it was computed from). Called where every block is settled, or with terms other
+    /// than an unsettled block's (a refused window), so `admitted` is read as it is.
     pub(crate) fn requested_bandwidth(&self, terms: (u64, u64)) -> Bandwidth {
-        if self.admitted_for == Some(terms) {
-            return self.admitted();
+        if self.admitted_for == Some(terms) && !self.admitted_unsettled {
+            return self.admitted;
         }
         Bandwidth::ratio(terms.0, terms.1).unwrap_or(Bandwidth::ZERO)
     }

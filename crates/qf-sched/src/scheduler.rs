@@ -51,11 +51,48 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     /// Computes the bandwidth a release admitted without dividing and adds it to the total.
     /// Every admission but a release's, `detach` and turning admission on or off start with it.
     fn settle(&mut self) {
-        settle(
-            &mut self.threads,
-            &mut self.unsettled,
-            &mut self.admitted_total,
-        );
+        if let Some(block) = self.threads.get_mut(self.unsettled) {
+            block.admitted = block.admitted();
+            block.admitted_unsettled = false;
+            self.admitted_total = self.admitted_total.saturating_add(block.admitted);
+        }
+        self.unsettled = NONE_UNSETTLED;
+    }
+
+    /// The admission test of a release: a CBS thread without a period whose relative deadline
+    /// `rel` (its server period, so the window of its reservation) changed. Decided by
+    /// multiplication ([`Bandwidth::admits`]): an admitted window is recorded in the block with
+    /// its bandwidth left to compute ([`Self::settle`]) when the next admission, a detach or a
+    /// reader needs it, so the release divides nothing. A refusal changes nothing (settling
+    /// another block changes no figure anyone reads). Out of line and cold: it runs only when
+    /// the window changes.
+    #[cold]
+    #[inline(never)]
+    fn admit_window(&mut self, index: usize, rel: u64) -> Result<(), Error> {
+        if self.unsettled != index && self.unsettled != NONE_UNSETTLED {
+            self.settle();
+        }
+        let (Some(bound), Some(block)) = (self.admission_bound, self.threads.get_mut(index)) else {
+            return Ok(());
+        };
+        let terms = (block.server.budget_max, rel);
+        // The total leaves out an unsettled block: this one, if its last window came so.
+        let own = if self.unsettled == index {
+            Bandwidth::ZERO
+        } else {
+            block.admitted
+        };
+        // The total holds every settled block's share, so it is at least this one's.
+        let others = self.admitted_total.wrapping_sub(own);
+        match bound.checked_sub(others) {
+            Some(room) if room.admits(terms.0, terms.1) => {}
+            _ => return Err(refusal(block.requested_bandwidth(terms), others, bound)),
+        }
+        block.admitted_for = Some(terms);
+        block.admitted_unsettled = true;
+        self.admitted_total = others;
+        self.unsettled = index;
+        Ok(())
     }
 
     fn slot(&mut self, id: ThreadId) -> Result<&mut ControlBlock, Error> {
@@ -294,26 +331,21 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             self.slot(id)?;
             return Err(Error::ZeroDeadline);
         }
-        let Self {
-            threads,
-            events,
-            admission_bound,
-            admitted_total,
-            unsettled,
-        } = self;
         let index = id.index();
-        let block = match threads.get_mut(index) {
-            Some(block) if block.attached => block,
-            _ => return Err(Error::UnknownThread),
-        };
-        if block.admit_on_release {
-            if let Some(bound) = *admission_bound {
-                let terms = (block.server.budget_max, rel);
-                if block.admitted_for != Some(terms) {
-                    admit_window(threads, index, terms, bound, admitted_total, unsettled)?;
+        match self.threads.get(index) {
+            Some(block) if block.attached => {
+                if block.admit_on_release
+                    && self.admission_bound.is_some()
+                    && block.admitted_for != Some((block.server.budget_max, rel))
+                {
+                    self.admit_window(index, rel)?;
                 }
             }
+            _ => return Err(Error::UnknownThread),
         }
+        let Self {
+            threads, events, ..
+        } = self;
         let Some(block) = threads.get_mut(index) else {
             return Err(Error::UnknownThread);
         };
@@ -416,57 +448,6 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
 
 /// [`Scheduler`]'s `unsettled` when no block is.
 const NONE_UNSETTLED: usize = usize::MAX;
-
-/// [`Scheduler::settle`] on the scheduler's parts, for `deadline_set`, which holds them apart.
-#[cold]
-#[inline(never)]
-fn settle(threads: &mut [ControlBlock], unsettled: &mut usize, total: &mut Bandwidth) {
-    if let Some(block) = threads.get_mut(*unsettled) {
-        block.admitted = block.admitted();
-        block.admitted_unsettled = false;
-        *total = total.saturating_add(block.admitted);
-    }
-    *unsettled = NONE_UNSETTLED;
-}
-
-/// The admission test of a release: a CBS thread without a period whose relative deadline (its
-/// server period, so the window of its reservation) changed. Decided by multiplication
-/// ([`Bandwidth::admits`]): an admitted window is recorded in the block with its bandwidth
-/// left to compute ([`settle`]) when the next admission, a detach or a reader needs it, so the
-/// release divides nothing. A refusal changes nothing (settling another block changes no
-/// figure anyone reads). Out of line and cold: it runs only when the window changes.
-#[cold]
-#[inline(never)]
-fn admit_window(
-    threads: &mut [ControlBlock],
-    index: usize,
-    terms: (u64, u64),
-    bound: Bandwidth,
-    total: &mut Bandwidth,
-    unsettled: &mut usize,
-) -> Result<(), Error> {
-    if *unsettled != index {
-        settle(threads, unsettled, total);
-    }
-    let Some(block) = threads.get_mut(index) else {
-        return Err(Error::UnknownThread);
-    };
-    // The total leaves out an unsettled block: this one, if its last window came so.
-    let own = if *unsettled == index {
-        Bandwidth::ZERO
-    } else {
-        block.admitted
-    };
-    let others = total.saturating_sub(own);
-    if others > bound || !bound.saturating_sub(others).admits(terms.0, terms.1) {
-        return Err(refusal(block.requested_bandwidth(terms), others, bound));
-    }
-    block.admitted_for = Some(terms);
-    block.admitted_unsettled = true;
-    *total = others;
-    *unsettled = index;
-    Ok(())
-}
 
 /// [`Error::AdmissionRejected`] with its figures in parts per million.
 #[cold]
