@@ -60,34 +60,51 @@ fn call_over(ids: std::ops::Range<u16>, value: BoxedStrategy<u64>) -> impl Strat
     ]
 }
 
+/// Makes the scheduler call `c` names (`Clock` sets the kernel's clock); its status.
+fn apply(
+    sched: &mut Scheduler<4, 8>,
+    k: &mut RecordingKernel,
+    c: &Call,
+) -> Result<(), qf_sched::Error> {
+    let cb = |on: bool| {
+        on.then_some(Callback {
+            func: ignore,
+            arg: 1,
+        })
+    };
+    match *c {
+        Call::Attach(i) => sched.attach(ThreadId(i)),
+        Call::Detach(i) => sched.detach(k, ThreadId(i)),
+        Call::Period(i, v) => sched.period_set(ThreadId(i), v),
+        Call::Budget(i, v) => sched.cbs_budget_set(ThreadId(i), v),
+        Call::Hard(i, v) => sched.hard_reservation_set(ThreadId(i), v),
+        Call::Wcet(i, v) => sched.wcet_set(ThreadId(i), v),
+        Call::Miss(i, v) => sched.deadline_miss_callback_set(ThreadId(i), cb(v)),
+        Call::Overrun(i, v) => sched.budget_overrun_callback_set(ThreadId(i), cb(v)),
+        Call::Admission(b) => {
+            sched.admission_bound_set(b.and_then(|(n, d)| Bandwidth::ratio(n, d)));
+            Ok(())
+        }
+        Call::Deadline(i, v) => sched.deadline_set(k, ThreadId(i), v),
+        Call::CycleEnd(i) => sched.cycle_end(k, ThreadId(i)),
+        Call::In(i) => sched.switched_in(k, ThreadId(i)),
+        Call::Out(i) => sched.switched_out(k, ThreadId(i)),
+        Call::Timer(i) => sched.timer_expired(k, ThreadId(i)).map(drop),
+        Call::Clock(v) => {
+            k.now = v;
+            Ok(())
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
     #[test]
     fn no_call_sequence_panics(calls in proptest::collection::vec(call(), 0..80)) {
         let mut sched = Scheduler::<4, 8>::new();
         let mut k = RecordingKernel::default();
-        let cb = |on: bool| on.then_some(Callback { func: ignore, arg: 1 });
         for c in calls {
-            let _ = match c {
-                Call::Attach(i) => sched.attach(ThreadId(i)),
-                Call::Detach(i) => sched.detach(&mut k, ThreadId(i)),
-                Call::Period(i, v) => sched.period_set(ThreadId(i), v),
-                Call::Budget(i, v) => sched.cbs_budget_set(ThreadId(i), v),
-                Call::Hard(i, v) => sched.hard_reservation_set(ThreadId(i), v),
-                Call::Wcet(i, v) => sched.wcet_set(ThreadId(i), v),
-                Call::Miss(i, v) => sched.deadline_miss_callback_set(ThreadId(i), cb(v)),
-                Call::Overrun(i, v) => sched.budget_overrun_callback_set(ThreadId(i), cb(v)),
-                Call::Admission(b) => {
-                    sched.admission_bound_set(b.and_then(|(n, d)| Bandwidth::ratio(n, d)));
-                    Ok(())
-                }
-                Call::Deadline(i, v) => sched.deadline_set(&mut k, ThreadId(i), v),
-                Call::CycleEnd(i) => sched.cycle_end(&mut k, ThreadId(i)),
-                Call::In(i) => sched.switched_in(&mut k, ThreadId(i)),
-                Call::Out(i) => sched.switched_out(&mut k, ThreadId(i)),
-                Call::Timer(i) => sched.timer_expired(&mut k, ThreadId(i)).map(drop),
-                Call::Clock(v) => { k.now = v; Ok(()) }
-            };
+            let _ = apply(&mut sched, &mut k, &c);
             k.requests.clear();
         }
         let drained = sched.events().drain().count();
@@ -105,7 +122,8 @@ fn reservation_call() -> impl Strategy<Value = Call> {
         2 => (id.clone(), v.clone()).prop_map(|(i, v)| Call::Period(i, v)),
         2 => (id.clone(), v.clone()).prop_map(|(i, v)| Call::Budget(i, v)),
         1 => (id.clone(), v.clone()).prop_map(|(i, v)| Call::Wcet(i, v)),
-        1 => proptest::option::of((v.clone(), v.clone())).prop_map(Call::Admission),
+        // A bound of n/0 turns admission off, which must zero the accounting.
+        1 => (v.clone(), v.clone()).prop_map(|b| Call::Admission(Some(b))),
         6 => (id.clone(), v).prop_map(|(i, v)| Call::Deadline(i, v)),
         1 => id.prop_map(Call::CycleEnd),
     ]
@@ -128,20 +146,7 @@ proptest! {
         };
         for c in calls {
             let (total, each) = (sched.admitted_total(), admitted(&sched));
-            let status = match c {
-                Call::Attach(i) => sched.attach(ThreadId(i)),
-                Call::Detach(i) => sched.detach(&mut k, ThreadId(i)),
-                Call::Period(i, v) => sched.period_set(ThreadId(i), v),
-                Call::Budget(i, v) => sched.cbs_budget_set(ThreadId(i), v),
-                Call::Wcet(i, v) => sched.wcet_set(ThreadId(i), v),
-                Call::Admission(b) => {
-                    sched.admission_bound_set(b.map_or(Bandwidth::ratio(1, 1), |(n, d)| Bandwidth::ratio(n, d)));
-                    Ok(())
-                }
-                Call::Deadline(i, v) => sched.deadline_set(&mut k, ThreadId(i), v),
-                Call::CycleEnd(i) => sched.cycle_end(&mut k, ThreadId(i)),
-                _ => Ok(()),
-            };
+            let status = apply(&mut sched, &mut k, &c);
             k.requests.clear();
             if matches!(status, Err(qf_sched::Error::AdmissionRejected { .. })) {
                 prop_assert_eq!(sched.admitted_total(), total, "a refusal changed the total: {:?}", c);
@@ -162,12 +167,6 @@ proptest! {
 fn run_with_timer_delivery(calls: &[Call]) -> Result<(), String> {
     let mut sched = Scheduler::<4, 8>::new();
     let mut k = RecordingKernel::default();
-    let cb = |on: bool| {
-        on.then_some(Callback {
-            func: ignore,
-            arg: 1,
-        })
-    };
     // Checks the requests made since index `from`.
     let check = |k: &RecordingKernel, from: usize, now: u64| -> Result<(), String> {
         for r in &k.requests[from..] {
@@ -182,20 +181,9 @@ fn run_with_timer_delivery(calls: &[Call]) -> Result<(), String> {
     for c in calls.iter().cloned() {
         let before = k.now;
         let from = k.requests.len();
-        let _ = match c {
-            Call::Attach(i) => sched.attach(ThreadId(i)),
-            Call::Detach(i) => sched.detach(&mut k, ThreadId(i)),
-            Call::Period(i, v) => sched.period_set(ThreadId(i), v),
-            Call::Budget(i, v) => sched.cbs_budget_set(ThreadId(i), v),
-            Call::Hard(i, v) => sched.hard_reservation_set(ThreadId(i), v),
-            Call::Wcet(i, v) => sched.wcet_set(ThreadId(i), v),
-            Call::Miss(i, v) => sched.deadline_miss_callback_set(ThreadId(i), cb(v)),
-            Call::Overrun(i, v) => sched.budget_overrun_callback_set(ThreadId(i), cb(v)),
+        let _ = match &c {
+            // Timers fire only as the clock passes them, below.
             Call::Admission(_) | Call::Timer(_) => Ok(()),
-            Call::Deadline(i, v) => sched.deadline_set(&mut k, ThreadId(i), v),
-            Call::CycleEnd(i) => sched.cycle_end(&mut k, ThreadId(i)),
-            Call::In(i) => sched.switched_in(&mut k, ThreadId(i)),
-            Call::Out(i) => sched.switched_out(&mut k, ThreadId(i)),
             Call::Clock(v) => {
                 let target = k.now + v;
                 // Deliver every timer due up to `target`, in time order, like a kernel.
@@ -231,6 +219,7 @@ fn run_with_timer_delivery(calls: &[Call]) -> Result<(), String> {
                 k.now = target;
                 Ok(())
             }
+            other => apply(&mut sched, &mut k, other),
         };
         if !matches!(c, Call::Clock(_)) {
             check(&k, from, before)?;
