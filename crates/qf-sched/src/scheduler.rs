@@ -26,8 +26,9 @@ pub struct Scheduler<const THREADS: usize, const EVENTS: usize> {
     /// whose share is computed only when something else needs it ([`Self::settle`]).
     admitted_total: Bandwidth,
     /// The slot whose admitted bandwidth is not in `admitted_total` yet (see
-    /// [`ControlBlock::admitted_unsettled`]), or `usize::MAX` for none.
-    unsettled: usize,
+    /// [`ControlBlock::admitted_unsettled`]). `None` is all zeros, which keeps a static
+    /// scheduler in .bss (see [`ControlBlock::DETACHED`]).
+    unsettled: Option<usize>,
 }
 
 impl<const THREADS: usize, const EVENTS: usize> Default for Scheduler<THREADS, EVENTS> {
@@ -44,19 +45,19 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
             events: EventRing::new(),
             admission_bound: None,
             admitted_total: Bandwidth::ZERO,
-            unsettled: NONE_UNSETTLED,
+            unsettled: None,
         }
     }
 
     /// Computes the bandwidth a release admitted without dividing and adds it to the total.
     /// Every admission but a release's, `detach` and turning admission on or off start with it.
     fn settle(&mut self) {
-        if let Some(block) = self.threads.get_mut(self.unsettled) {
+        if let Some(block) = self.unsettled.and_then(|index| self.threads.get_mut(index)) {
             block.admitted = block.admitted();
             block.admitted_unsettled = false;
             self.admitted_total = self.admitted_total.saturating_add(block.admitted);
         }
-        self.unsettled = NONE_UNSETTLED;
+        self.unsettled = None;
     }
 
     /// The admission test of a release: a CBS thread without a period whose relative deadline
@@ -69,7 +70,7 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
     #[cold]
     #[inline(never)]
     fn admit_window(&mut self, index: usize, rel: u64) -> Result<(), Error> {
-        if self.unsettled != index && self.unsettled != NONE_UNSETTLED {
+        if self.unsettled.is_some_and(|unsettled| unsettled != index) {
             self.settle();
         }
         let (Some(bound), Some(block)) = (self.admission_bound, self.threads.get_mut(index)) else {
@@ -77,7 +78,7 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
         };
         let terms = (block.server.budget_max, rel);
         // The total leaves out an unsettled block: this one, if its last window came so.
-        let own = if self.unsettled == index {
+        let own = if self.unsettled == Some(index) {
             Bandwidth::ZERO
         } else {
             block.admitted
@@ -91,7 +92,7 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
         block.admitted_for = Some(terms);
         block.admitted_unsettled = true;
         self.admitted_total = others;
-        self.unsettled = index;
+        self.unsettled = Some(index);
         Ok(())
     }
 
@@ -291,7 +292,7 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
 
     /// Sum of the bandwidth currently admitted (only maintained while admission control is on).
     pub fn admitted_total(&self) -> Bandwidth {
-        match self.threads.get(self.unsettled) {
+        match self.unsettled.and_then(|index| self.threads.get(index)) {
             Some(block) => self.admitted_total.saturating_add(block.admitted()),
             None => self.admitted_total,
         }
@@ -445,9 +446,6 @@ impl<const THREADS: usize, const EVENTS: usize> Scheduler<THREADS, EVENTS> {
         Ok(block.timer_expired(kernel, events, id, now))
     }
 }
-
-/// [`Scheduler`]'s `unsettled` when no block is.
-const NONE_UNSETTLED: usize = usize::MAX;
 
 /// [`Error::AdmissionRejected`] with its figures in parts per million.
 #[cold]
