@@ -433,13 +433,15 @@ fn every_refusal_is_named_and_leaves_the_mcu_as_it_was() {
 #[test]
 fn observing_a_stopped_chain_ends_within_its_time_out_while_another_chain_sends() {
     let emu = Emulator::start();
-    let base = ["install", "--task", "add", "--period-us", "2000", "--start"];
+    let base = ["install", "--task", "add", "--start", "--period-us"];
     assert_eq!(
-        ok(&emu, &[&base[..], &["--chain", "1"]].concat()).trim(),
+        ok(&emu, &[&base[..], &["2000", "--chain", "1"]].concat()).trim(),
         "1"
     );
+    // Chain 2 sends every 500 us: more often than a socket's shortest wait (one scheduler tick,
+    // 4 ms at HZ=250), so a "drop what is queued" that waits for the next frame never ends.
     assert_eq!(
-        ok(&emu, &[&base[..], &["--chain", "2"]].concat()).trim(),
+        ok(&emu, &[&base[..], &["100", "--chain", "2"]].concat()).trim(),
         "2"
     );
     ok(&emu, &["stop", "1"]);
@@ -468,8 +470,8 @@ fn observing_a_stopped_chain_ends_within_its_time_out_while_another_chain_sends(
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Chain 2's results, one every 2 ms, are skipped without restarting the 5 s wait; before
-    // they were, the observer waited forever. A minute is far beyond any load's slowness.
+    // Chain 2's results are skipped without restarting the 5 s wait; before they were, the
+    // observer waited forever. A minute is far beyond any load's slowness.
     let started = Instant::now();
     let exit = loop {
         if let Some(exit) = observer.try_wait().unwrap() {

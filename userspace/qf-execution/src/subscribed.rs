@@ -8,9 +8,11 @@ use crate::domain::{McuChannel, McuTransport};
 use crate::qfabric_dev::Split;
 use crate::wire::{read_any, split_reply, write_message, MAX_MESSAGE_LEN};
 use anyhow::{bail, Context, Result};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use qf_abi::MAX_FRAME_LEN;
 use std::collections::VecDeque;
 use std::io::ErrorKind;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -76,13 +78,26 @@ impl SubscribedSocket {
         }
     }
 
-    /// Reads the next message within `timeout` (`None`: none came).
+    /// Reads the next message within `timeout` (`None`: none came); a zero `timeout` takes only
+    /// a message already there.
     fn next(
         &mut self,
         body: &mut [u8; MAX_MESSAGE_LEN],
         timeout: Duration,
     ) -> Result<Option<crate::wire::Message>> {
-        // A zero read time-out means "block forever" to the socket: wait a microsecond instead.
+        // The socket's shortest read time-out is one scheduler tick (4 ms at HZ=250; a zero one
+        // means "block forever"), so "none waiting" is asked of poll instead: a chain sending
+        // faster than a tick would otherwise always have a frame for the wait.
+        if timeout.is_zero() {
+            let mut fds = [PollFd::new(self.stream.as_fd(), PollFlags::POLLIN)];
+            if poll(&mut fds, PollTimeout::ZERO)
+                .with_context(|| format!("polling {}", self.path.display()))?
+                == 0
+            {
+                return Ok(None);
+            }
+        }
+        // A message is written whole, so once its first byte is here the rest is too.
         self.stream
             .set_read_timeout(Some(timeout.max(Duration::from_micros(1))))?;
         match read_any(&mut self.stream, body) {
