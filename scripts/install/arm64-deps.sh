@@ -13,6 +13,7 @@
 #   /bin/busybox), so its .deb is downloaded and unpacked into /opt/qfabric/arm64/busybox.
 # Prints the aarch64 busybox's path as its last line.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 ROOT=/opt/qfabric/arm64
 
@@ -23,10 +24,10 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install o
 updated=0
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   dpkg --add-architecture arm64
-  apt-get update -qq
+  apt_get update -qq
   updated=1
 fi
-update_once() { [ "$updated" = 1 ] || { apt-get update -qq; updated=1; }; }
+update_once() { [ "$updated" = 1 ] || { apt_get update -qq; updated=1; }; }
 export DEBIAN_FRONTEND=noninteractive
 
 # The aarch64 std must be the build of the very rustc that compiles against it.
@@ -37,11 +38,11 @@ for p in gcc-aarch64-linux-gnu libc6-dev-arm64-cross; do installed "$p" || need_
   need_main+=("libstd-rust-web-dev:arm64=$rustc_version")
 if [ ${#need_main[@]} -gt 0 ]; then
   update_once
-  apt-get install -y -qq --no-install-recommends "${need_main[@]}" >/dev/null
+  apt_get install -y -qq --no-install-recommends "${need_main[@]}" >/dev/null
 fi
 if ! installed qemu-system-arm || ! qemu-system-aarch64 --version | grep -q 'version \(1[0-9]\|[2-9][0-9]\)\.'; then
   update_once
-  apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-arm >/dev/null
+  apt_get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-arm >/dev/null
 fi
 
 if [ ! -x "$ROOT/busybox/bin/busybox" ]; then
@@ -49,7 +50,7 @@ if [ ! -x "$ROOT/busybox/bin/busybox" ]; then
   tmp="$(mktemp -d)"
   # apt downloads as _apt when it may write there.
   chown _apt "$tmp" 2>/dev/null || true
-  (cd "$tmp" && apt-get download -qq busybox-static:arm64)
+  (cd "$tmp" && apt_get download -qq busybox-static:arm64)
   rm -rf "$ROOT/busybox"
   mkdir -p "$ROOT"
   dpkg-deb -x "$tmp"/busybox-static_*_arm64.deb "$ROOT/busybox"

@@ -6,14 +6,15 @@
 # accepts (scripts/min-tool-version.sh asks for >= 0.65.1) and predates the 0.71
 # `--rust-target` change. Prints the binary's path: callers pass it as QFABRIC_BINDGEN.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 BINDGEN_VERSION=0.69.5
 TOOLS=/opt/qfabric/tools
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 if ! installed libclang-dev; then
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libclang-dev \
+  apt_get update -qq >&2
+  apt_get install -y -qq --no-install-recommends libclang-dev \
     >/dev/null
 fi
 

@@ -4,6 +4,7 @@
 # the LLVM toolchain, the kernel's build tools, busybox and musl for the initramfs, and QEMU 10
 # from bookworm-backports (bookworm's QEMU 7.2 is too old). Idempotent: a second run only checks.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 
 # bookworm-backports carries linux-source-6.12 and qemu-system-x86 10.
@@ -31,12 +32,12 @@ if installed qemu-system-x86 && ! qemu-system-x86_64 --version | grep -q 'versio
   need_bpo+=(qemu-system-x86)
 fi
 if [ $((${#need_main[@]} + ${#need_bpo[@]})) -gt 0 ]; then
-  apt-get update -qq
+  apt_get update -qq
   export DEBIAN_FRONTEND=noninteractive
   [ ${#need_main[@]} -eq 0 ] ||
-    apt-get install -y -qq --no-install-recommends "${need_main[@]}" >/dev/null
+    apt_get install -y -qq --no-install-recommends "${need_main[@]}" >/dev/null
   [ ${#need_bpo[@]} -eq 0 ] ||
-    apt-get install -y -qq --no-install-recommends -t bookworm-backports "${need_bpo[@]}" >/dev/null
+    apt_get install -y -qq --no-install-recommends -t bookworm-backports "${need_bpo[@]}" >/dev/null
 fi
 
 "$here/rust-debian.sh" >/dev/null

@@ -8,13 +8,14 @@
 # count needs 8.1 or later for one-insn-per-tb). Use with ZEPHYR_TOOLCHAIN_VARIANT=cross-compile
 # CROSS_COMPILE=/usr/bin/riscv64-unknown-elf-.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 need=()
 command -v riscv64-unknown-elf-gcc >/dev/null || need+=(gcc-riscv64-unknown-elf)
 command -v qemu-system-riscv32 >/dev/null || need+=(qemu-system-misc)
 [ ${#need[@]} -eq 0 ] && exit 0
-apt-get update -qq
+apt_get update -qq
 if apt-cache policy qemu-system-misc | grep -q bookworm-backports; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports "${need[@]}" >/dev/null
+  apt_get install -y -qq -t bookworm-backports "${need[@]}" >/dev/null
 else
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  apt_get install -y -qq "${need[@]}" >/dev/null
 fi

@@ -5,12 +5,13 @@
 # It installs as /usr/bin/rustc and /usr/bin/cargo: callers use those paths explicitly, because
 # rustup's ~/.cargo/bin comes first on PATH.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 need=()
 for pkg in rustc-web cargo-web rust-web-src; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  apt_get update -qq
+  apt_get install -y -qq "${need[@]}" >/dev/null
 fi
 /usr/bin/rustc --version
