@@ -438,8 +438,9 @@ fn observing_a_stopped_chain_ends_within_its_time_out_while_another_chain_sends(
         ok(&emu, &[&base[..], &["2000", "--chain", "1"]].concat()).trim(),
         "1"
     );
-    // Chain 2 sends every 500 us: more often than a socket's shortest wait (one scheduler tick,
-    // 4 ms at HZ=250), so a "drop what is queued" that waits for the next frame never ends.
+    // Chain 2 sends every 100 us: far more often than a socket's shortest read time-out (one
+    // scheduler tick, 4 ms at HZ=250), so a "drop what is queued" that waits that long for the
+    // next frame hardly ever ends.
     assert_eq!(
         ok(&emu, &[&base[..], &["100", "--chain", "2"]].concat()).trim(),
         "2"

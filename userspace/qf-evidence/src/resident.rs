@@ -272,9 +272,9 @@ impl ObserveSpec {
         mcu.invoke(&frame[..len])
             .context("binding the endpoint with one request")?;
         // The kernel device keeps up to 32 unread results across opens: older than this cell.
-        // What was queued is read in microseconds; a chain that keeps sending faster than a
-        // transport's shortest wait (the kernel device's is 1 ms) would keep the drop going
-        // forever, so it ends after DRAIN_LIMIT, with only newer results dropped after that.
+        // A zero wait takes only what is already there, on every transport; what was queued
+        // is read in microseconds. The drop still ends after DRAIN_LIMIT, so a chain sending
+        // faster than this loop reads (a 100 us period on a loaded host) cannot keep it going.
         let mut response = [0u8; MAX_FRAME_LEN];
         let drain = Instant::now();
         while drain.elapsed() < DRAIN_LIMIT && mcu.receive(&mut response, Duration::ZERO)?.is_some()
