@@ -153,7 +153,9 @@ fn a_second_emulator_on_a_live_pty_link_is_refused_and_the_first_keeps_it() {
     let len =
         qf_execution::workload::encode_request(qf_tasks::Task::Add, &request, 7, 0, &mut frame)
             .unwrap();
-    let reply = mcu.invoke(&frame[..len]).expect("the first emulator answers");
+    let reply = mcu
+        .invoke(&frame[..len])
+        .expect("the first emulator answers");
     assert!(
         qf_execution::workload::outcome_ok(qf_tasks::Task::Add, &request, reply.frame()).unwrap()
     );
@@ -189,7 +191,9 @@ fn chain_results_on_the_line(link: &std::path::Path) -> Vec<(u32, u64)> {
         budget_us: None,
         start_delay_us: None,
     };
-    let install = timing.install(5, &frame[..len], ["p", "d", "b", "s"]).unwrap();
+    let install = timing
+        .install(5, &frame[..len], ["p", "d", "b", "s"])
+        .unwrap();
     assert_eq!(control.install(&install).unwrap(), 5);
     control.start(5).expect("a chain starts on the serial line");
     drop(control);
