@@ -167,9 +167,7 @@ fn an_observer_whose_mcu_dies_keeps_the_results_it_received() {
     let mut control = ChainControl::new(serial(&link).open(Duration::from_secs(5)).unwrap());
     let timing = Timing {
         period_us: 2000,
-        deadline_us: None,
-        budget_us: None,
-        start_delay_us: None,
+        ..Timing::default()
     };
     let install = timing
         .install(4, &chain.template().unwrap(), ["p", "d", "b", "s"])

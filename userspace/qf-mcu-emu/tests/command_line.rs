@@ -187,9 +187,7 @@ fn chain_results_on_the_line(link: &std::path::Path) -> Vec<(u32, u64)> {
     .unwrap();
     let timing = Timing {
         period_us: 2000,
-        deadline_us: None,
-        budget_us: None,
-        start_delay_us: None,
+        ..Timing::default()
     };
     let install = timing
         .install(5, &frame[..len], ["p", "d", "b", "s"])
