@@ -33,17 +33,26 @@ struct Emulator {
 
 impl Emulator {
     fn start() -> Emulator {
+        Emulator::serve(true)
+    }
+
+    /// With `releasing` false, an MCU that cannot run chains (nothing releases them): it admits
+    /// installs and refuses every start.
+    fn serve(releasing: bool) -> Emulator {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("mcu.sock");
         let mcu = Arc::new(Mcu::new(Faults::default()));
         let endpoint = UnixEndpoint::bind(&socket).unwrap();
-        let chains = ChainLoop::new(Arc::clone(&mcu)).unwrap();
         let stop = Arc::new(EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC).unwrap());
         let (s1, s2) = (Arc::clone(&stop), Arc::clone(&stop));
-        let threads = vec![
-            std::thread::spawn(move || endpoint.run(s1.as_fd(), &mcu).unwrap()),
-            std::thread::spawn(move || chains.run(s2.as_fd()).unwrap()),
-        ];
+        let mut threads = Vec::new();
+        if releasing {
+            let chains = ChainLoop::new(Arc::clone(&mcu)).unwrap();
+            threads.push(std::thread::spawn(move || chains.run(s2.as_fd()).unwrap()));
+        }
+        threads.push(std::thread::spawn(move || {
+            endpoint.run(s1.as_fd(), &mcu).unwrap()
+        }));
         Emulator {
             _dir: dir,
             socket,
@@ -491,4 +500,138 @@ fn observing_a_stopped_chain_ends_within_its_time_out_while_another_chain_sends(
     let two: serde_json::Value =
         serde_json::from_str(&ok(&emu, &["status", "2", "--json"])).unwrap();
     assert!(two["releases"].as_u64().unwrap() > 1000, "{two}");
+}
+
+/// The chain ids `list --json` shows, in its order.
+fn listed(emu: &Emulator) -> Vec<u64> {
+    let list: serde_json::Value = serde_json::from_str(&ok(emu, &["list", "--json"])).unwrap();
+    list["chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["chain_id"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn an_install_whose_start_or_output_fails_leaves_nothing_installed() {
+    // An MCU that cannot run chains admits the install and refuses the start.
+    let emu = Emulator::serve(false);
+    let install = ["install", "--task", "add", "--period-us", "1000"];
+    let (success, stdout, stderr) = qf(&emu, &[&install[..], &["--start"]].concat());
+    assert!(!success, "{stdout}");
+    assert!(
+        stderr.contains("chain 1 was installed and is removed again")
+            && stderr.contains("execution_error"),
+        "{stderr}"
+    );
+    assert_eq!(listed(&emu), Vec::<u64>::new());
+    // Standard output that cannot be written (a full disk): the id is never printed.
+    let emu = Emulator::start();
+    let status = Command::new(env!("CARGO_BIN_EXE_qf"))
+        .arg("resident")
+        .args(install)
+        .args(["--start", "--mcu-socket", emu.path()])
+        .stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(!status.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("chain 1 was installed and is removed again: printing the chain id"),
+        "{stderr}"
+    );
+    assert_eq!(listed(&emu), Vec::<u64>::new());
+}
+
+#[test]
+fn stop_says_what_happened_list_is_sorted_and_observe_names_a_missing_chain_at_once() {
+    let emu = Emulator::start();
+    for id in ["5", "2", "9"] {
+        let args = [
+            "install",
+            "--task",
+            "add",
+            "--period-us",
+            "20000",
+            "--chain",
+            id,
+        ];
+        assert_eq!(ok(&emu, &args).trim(), id);
+    }
+    assert_eq!(listed(&emu), [2, 5, 9]);
+    let all: serde_json::Value = serde_json::from_str(&ok(&emu, &["status", "--json"])).unwrap();
+    let ids: Vec<u64> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["chain_id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [2, 5, 9]);
+    // Stop agrees with status: a chain never started stays installed, and says so.
+    assert_eq!(
+        ok(&emu, &["stop", "5"]).trim(),
+        "chain 5: installed (never started: nothing to stop)"
+    );
+    assert_eq!(status(&emu, 5).state, 1, "installed");
+    ok(&emu, &["start", "5"]);
+    assert_eq!(ok(&emu, &["stop", "5"]).trim(), "chain 5: stopped");
+    assert_eq!(
+        ok(&emu, &["stop", "5"]).trim(),
+        "chain 5: stopped (it was not running: nothing to stop)"
+    );
+    // Observing a chain the MCU does not have is refused by its id, without waiting for it.
+    let out = emu._dir.path().join("missing");
+    let (success, _, stderr) = qf(
+        &emu,
+        &[
+            "observe",
+            "--chain",
+            "7",
+            "--period-us",
+            "1000",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(!success);
+    assert!(
+        stderr.contains("chain 7 is not installed on the MCU") && !stderr.contains("none within"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+fn a_huge_value_is_echoed_cut() {
+    let emu = Emulator::start();
+    let huge = format!("{{\"a\": \"{}\"}}", "x".repeat(100_000));
+    for args in [
+        vec![
+            "install",
+            "--period-us",
+            "1000",
+            "--task",
+            "add",
+            "--request",
+            &huge,
+        ],
+        vec!["install", "--period-us", "1000", "--template", &huge],
+        vec!["install", "--period-us", "1000", "--task", &huge],
+    ] {
+        let (success, _, stderr) = qf(&emu, &args);
+        assert!(!success);
+        assert!(
+            stderr.len() < 2000 && stderr.contains(&format!("… ({} bytes)", huge.len())),
+            "{} bytes: {}",
+            stderr.len(),
+            &stderr[..stderr.len().min(300)]
+        );
+    }
 }

@@ -12,6 +12,13 @@
 //! sides adds at most drift × cell length to it.
 //!
 //! Writes `OUT/resident/<load>/<caller>/observations.csv`.
+//!
+//! The wait for a result is bounded: [`result_timeout`] (three periods, at least 5 s) from the
+//! chain's previous result (other chains' results do not restart it). When it passes, or the
+//! endpoint fails (the MCU gone, the line hung up), the observation stops: the results received
+//! before are written all the same, and the error says where it stopped. A frame from the line
+//! that does not decode (bytes a serial line damaged) is skipped; the results it hid count as
+//! lost.
 
 use crate::stats::percentile;
 use anyhow::{bail, Context, Result};
@@ -113,6 +120,11 @@ pub struct ResidentSummary {
     pub delay_p95_us: f64,
     pub delay_p99_us: f64,
     pub delay_max_us: f64,
+}
+
+/// How long an observer waits for the chain's next result: three periods, at least 5 s.
+pub fn result_timeout(period: Duration) -> Duration {
+    (period * 3).max(Duration::from_secs(5))
 }
 
 /// What to observe.
@@ -217,46 +229,63 @@ impl ObserveSpec {
             let _guard = load.start(Duration::from_secs(3600))?;
             for &caller in &self.callers {
                 let spec = self.clone();
-                let arrivals = std::thread::spawn(move || -> Result<Vec<Arrival>> {
-                    set_scheduling(0, caller.scheduling()).context("applying the caller policy")?;
-                    let arrivals = spec.observe_cell();
+                let (arrivals, stopped) = std::thread::spawn(move || {
+                    let mut arrivals = Vec::with_capacity(spec.samples);
+                    let stopped = set_scheduling(0, caller.scheduling())
+                        .context("applying the caller policy")
+                        .and_then(|()| spec.observe_cell(&mut arrivals))
+                        .err();
                     set_scheduling(0, Scheduling::Other).ok();
-                    arrivals
+                    (arrivals, stopped)
                 })
                 .join()
-                .map_err(|_| anyhow::anyhow!("the observing thread panicked"))??;
+                .map_err(|_| anyhow::anyhow!("the observing thread panicked"))?;
                 summaries.push(self.write_cell(load.name(), caller, &arrivals)?);
+                if let Some(error) = stopped {
+                    return Err(error.context(format!(
+                        "qf resident observe stopped (load {}, caller {}); the {} results kept \
+                         before are written under {}",
+                        load.name(),
+                        caller.as_str(),
+                        arrivals.len(),
+                        self.out.join("resident").display()
+                    )));
+                }
             }
         }
         Ok(summaries)
     }
 
-    /// Opens the channel afresh and observes one cell on it.
-    fn observe_cell(&self) -> Result<Vec<Arrival>> {
-        let timeout = (self.period * 3).max(Duration::from_secs(5));
+    /// Opens the channel afresh and observes one cell on it into `arrivals`.
+    fn observe_cell(&self, arrivals: &mut Vec<Arrival>) -> Result<()> {
+        let timeout = result_timeout(self.period);
         match &self.endpoint {
-            McuEndpoint::Rpmsg => self.observe_on(McuRpmsg::open(timeout)?, timeout),
-            McuEndpoint::Kernel(path) => {
-                self.observe_on(McuKernel::open(path.as_deref(), timeout)?, timeout)
-            }
+            McuEndpoint::Rpmsg => self.observe_on(McuRpmsg::open(timeout)?, timeout, arrivals),
+            McuEndpoint::Kernel(path) => self.observe_on(
+                McuKernel::open(path.as_deref(), timeout)?,
+                timeout,
+                arrivals,
+            ),
             McuEndpoint::Serial { device, baud } => self.observe_on(
                 McuChannel::new(SerialLine::open(device, *baud)?, timeout),
                 timeout,
+                arrivals,
             ),
             McuEndpoint::Socket(path) => {
-                self.observe_on(McuSubscribed::connect(path, timeout)?, timeout)
+                self.observe_on(McuSubscribed::connect(path, timeout)?, timeout, arrivals)
             }
         }
     }
 
     /// Binds the channel (one ordinary request, so the MCU sends its results to us), drops what
     /// was queued before, then keeps `samples` results of the chain after `warmup` (results of
-    /// other chains are skipped).
+    /// other chains are skipped) into `arrivals`.
     fn observe_on<T: McuTransport>(
         &self,
         mut mcu: McuChannel<T>,
         timeout: Duration,
-    ) -> Result<Vec<Arrival>> {
+        arrivals: &mut Vec<Arrival>,
+    ) -> Result<()> {
         let request = self.chain.request;
         let mut frame = [0u8; MAX_FRAME_LEN];
         // A session's id and epoch, so a second observer (or a later one) is not a replay nor
@@ -281,7 +310,6 @@ impl ObserveSpec {
         {
         }
         let first = self.chain.first_invocation;
-        let mut arrivals = Vec::with_capacity(self.samples);
         let mut previous = None;
         let mut start = None;
         let mut seen = 0usize;
@@ -296,17 +324,21 @@ impl ObserveSpec {
             };
             let (len, received_ns) = received.with_context(|| {
                 format!(
-                    "waiting for chain result {}: none within {} ms",
+                    "waiting for result {} of chain {}: none within {} ms (three periods, at \
+                     least 5 s, from the chain's previous result)",
                     seen + 1,
+                    self.chain_id
+                        .map_or_else(|| "(any id)".to_owned(), |id| id.to_string()),
                     timeout.as_millis()
                 )
             })?;
             let at = Instant::now();
             let wake = received_ns.map(|r| Duration::from_nanos(monotonic_ns().saturating_sub(r)));
             let frame = &response[..len];
-            let header = decode_frame(frame)
-                .map(|f| f.header)
-                .map_err(|e| anyhow::anyhow!("a chain result that is no frame: {e}"))?;
+            // Bytes a serial line damaged: skipped; the result they hid counts as lost.
+            let Ok(header) = decode_frame(frame).map(|f| f.header) else {
+                continue;
+            };
             if self
                 .chain_id
                 .is_some_and(|chain| header.contract_id != chain)
@@ -338,7 +370,7 @@ impl ObserveSpec {
                 wake,
             ));
         }
-        Ok(arrivals)
+        Ok(())
     }
 
     fn write_cell(

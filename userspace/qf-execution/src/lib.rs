@@ -13,7 +13,8 @@
 //! * [`rt`]: caller policies and Linux scheduling classes;
 //! * [`load`]: idle / CPU / RT-contention generators;
 //! * [`workload`]: requests for the declared tasks and their independent reference check;
-//! * [`session`]: a client's epoch and invocation ids, fresh in every process.
+//! * [`session`]: a client's epoch and invocation ids, fresh in every process;
+//! * [`shown`]: how an error shows a value the user gave (a long one cut).
 //!
 //! It depends on `qf-decision` only for [`qf_decision::model::DomainId`].
 //! The only `unsafe` is in [`rt`] (two libc scheduler calls), [`rpmsg_char`] (two ioctls) and
@@ -30,6 +31,7 @@ pub mod rpmsg_char;
 pub mod rt;
 pub mod serial;
 pub mod session;
+pub mod shown;
 pub mod subscribed;
 pub mod wire;
 pub mod workload;

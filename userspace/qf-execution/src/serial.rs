@@ -138,6 +138,21 @@ fn poll_timeout(left: Duration) -> PollTimeout {
     PollTimeout::try_from(left.as_millis().clamp(1, 60_000) as i32).unwrap_or(PollTimeout::MAX)
 }
 
+/// A call on the line that got no reply within its time-out (a byte of the request or the reply
+/// lost or damaged, an MCU that dropped it): the line stays open and the next call starts clean,
+/// so a caller may count it and go on. [`is_no_reply`] finds it in an error's chain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no reply from the MCU on {} within {} ms", device.display(), timeout.as_millis())]
+pub struct NoReply {
+    pub device: PathBuf,
+    pub timeout: Duration,
+}
+
+/// Whether `error` (or an error it wraps) is a [`NoReply`].
+pub fn is_no_reply(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.is::<NoReply>())
+}
+
 /// What happened on the line besides replies, for reports and tests.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct LineCounters {
@@ -404,11 +419,11 @@ impl SerialLine {
             Got::Reply(len) => Ok(len),
             Got::Nothing => {
                 self.counters.timeouts += 1;
-                bail!(
-                    "no reply from the MCU on {} within {} ms",
-                    self.path.display(),
-                    timeout.as_millis()
-                )
+                Err(NoReply {
+                    device: self.path.clone(),
+                    timeout,
+                }
+                .into())
             }
         }
     }

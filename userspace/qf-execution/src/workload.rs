@@ -44,7 +44,11 @@ fn fir_passes(task: Task) -> Option<u32> {
 pub fn task_by_name(name: &str) -> Result<Task> {
     Task::from_name(name).with_context(|| {
         let names: Vec<&str> = Task::ALL.iter().map(|t| t.name()).collect();
-        format!("unknown task `{name}` (declared: {})", names.join(", "))
+        format!(
+            "unknown task `{}` (declared: {})",
+            crate::shown::shown(name),
+            names.join(", ")
+        )
     })
 }
 
@@ -78,19 +82,21 @@ pub fn random_request(task: Task, seed: u64) -> Request {
 
 /// Parses a JSON request for `task` (the request type's fields, e.g. `{"a": 1, "b": 2}`).
 pub fn request_from_json(task: Task, json: &str) -> Result<Request> {
-    let context = || {
-        format!(
-            "request JSON for task `{}` (type {})",
+    // serde's message quotes the offending value or key: a long one is cut.
+    let context = |e: serde_json::Error| {
+        anyhow::anyhow!(
+            "request JSON for task `{}` (type {}): {}",
             task.name(),
-            task.request_type()
+            task.request_type(),
+            crate::shown::shown_in(&e.to_string())
         )
     };
     Ok(match task {
-        Task::Add => Request::Add(serde_json::from_str(json).with_context(context)?),
-        Task::AbiProbe => Request::Probe(serde_json::from_str(json).with_context(context)?),
-        Task::Crc32 => Request::Crc32(serde_json::from_str(json).with_context(context)?),
+        Task::Add => Request::Add(serde_json::from_str(json).map_err(context)?),
+        Task::AbiProbe => Request::Probe(serde_json::from_str(json).map_err(context)?),
+        Task::Crc32 => Request::Crc32(serde_json::from_str(json).map_err(context)?),
         Task::FirX1 | Task::FirX64 | Task::FirX512 => {
-            Request::Fir(serde_json::from_str(json).with_context(context)?)
+            Request::Fir(serde_json::from_str(json).map_err(context)?)
         }
     })
 }

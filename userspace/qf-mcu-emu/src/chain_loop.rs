@@ -1,7 +1,8 @@
 //! The loop that releases the resident chains when the emulator runs without the rpmsg board
-//! (`--unix-socket` alone): the MCU's chain timer and nothing else. Results go to the socket
-//! clients subscribed to them ([`crate::subscribers`]); with the board, its own loop releases
-//! the chains and results go to rpmsg and to the subscribers alike.
+//! (`--unix-socket` and/or `--serial`/`--serial-pty`): the MCU's chain timer and nothing else.
+//! Results go to the socket clients subscribed to them and to the serial line
+//! ([`crate::subscribers`]); with the board, its own loop releases the chains and results go to
+//! rpmsg, the subscribers and the serial line alike.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
@@ -66,7 +67,7 @@ impl ChainLoop {
             if ready(2) {
                 let _ = self.timer.wait();
             }
-            // No transport of its own: only the subscribers take the results.
+            // No transport of its own: only the subscribers and lines take the results.
             self.mcu.release_chains(&mut |_| false);
         }
     }

@@ -203,12 +203,14 @@ fn run(cli: Cli) -> Result<()> {
         (None, Some(link)) => Some(SerialEndpoint::pty(link, cli.baud)?),
         (None, None) => None,
     };
-    // Without the board, the socket's subscribers take the chains' results: a loop of their own
-    // releases them.
-    let chain_loop = match (&board, &endpoint) {
-        (None, Some(_)) => {
-            Some(ChainLoop::new(Arc::clone(&mcu)).context("creating the chain timer")?)
-        }
+    // The serial line takes every chain result it can, whoever releases them.
+    if let Some(serial) = &serial {
+        mcu.subscribers().add_line(serial.results());
+    }
+    // Without the board, the socket's subscribers and the serial line take the chains' results:
+    // a loop of their own releases them.
+    let chain_loop = match (&board, endpoint.is_some() || serial.is_some()) {
+        (None, true) => Some(ChainLoop::new(Arc::clone(&mcu)).context("creating the chain timer")?),
         _ => None,
     };
     let control_server = match &cli.control_socket {

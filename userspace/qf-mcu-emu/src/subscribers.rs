@@ -1,7 +1,8 @@
 //! Unix-socket clients that asked for the frames the MCU sends unasked (resident-chain results;
 //! `qf_execution::wire`'s subscribe message). A result goes to every live subscriber that can
 //! take it at once, flagged as unasked; a subscriber whose socket buffer is full misses it (the
-//! MCU never waits on Linux), one that went away is forgotten.
+//! MCU never waits on Linux), one that went away is forgotten. A serial line
+//! ([`Subscribers::add_line`]) takes every result it can at once, for the emulator's life.
 
 use std::io::Write;
 use std::os::fd::AsFd;
@@ -53,10 +54,15 @@ impl ClientWriter {
     }
 }
 
-/// The subscribed clients.
+/// A line that takes the results it can at once (true: it took the frame), such as
+/// [`crate::serial_endpoint::SerialEndpoint::results`].
+pub type ResultLine = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
+/// The subscribed clients, and the lines that take every result.
 #[derive(Default)]
 pub struct Subscribers {
     clients: Mutex<Vec<Arc<ClientWriter>>>,
+    lines: Mutex<Vec<ResultLine>>,
 }
 
 impl Subscribers {
@@ -74,10 +80,21 @@ impl Subscribers {
             .retain(|c| !Arc::ptr_eq(c, client));
     }
 
-    /// Offers `frame` to every subscriber; true if at least one took it.
+    /// Offers every result to `line` from now on.
+    pub fn add_line(&self, line: ResultLine) {
+        self.lines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(line);
+    }
+
+    /// Offers `frame` to every line and subscriber; true if at least one took it.
     pub fn deliver(&self, frame: &[u8]) -> bool {
-        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         let mut taken = false;
+        for line in self.lines.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            taken |= line(frame);
+        }
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         clients.retain(|client| match client.offer(frame) {
             Ok(took) => {
                 taken |= took;

@@ -5,10 +5,11 @@
 
 use crate::cli::{ConditionArgs, McuArgs};
 use anyhow::{bail, Context, Result};
-use qf_abi::chain::{ChainInstall, ChainList, ChainStatus};
+use qf_abi::chain::{ChainInstall, ChainList, ChainState, ChainStatus};
 use qf_evidence::resident::{print_summaries, ChainRequest, ObserveSpec};
-use qf_execution::chains::{state_name, ChainControl, ChainReport, Timing};
+use qf_execution::chains::{refusal, state_name, ChainControl, ChainReport, Timing};
 use qf_execution::domain::McuEndpoint;
+use qf_execution::shown::shown;
 use qf_execution::workload::{request_from_json, task_by_name};
 use std::io::Write;
 use std::path::PathBuf;
@@ -30,7 +31,8 @@ pub enum ResidentCommand {
     /// Start an installed chain: its first job at once (or after its start delay), then one
     /// per period.
     Start(ChainIdArgs),
-    /// Stop a running chain (it keeps its reservation and counters).
+    /// Stop a running chain (it keeps its reservation and counters); prints the state the MCU
+    /// reports after it, and says so when the chain was not running.
     Stop(ChainIdArgs),
     /// Remove a chain (stopped first if it runs), giving its reservation back.
     Remove(ChainIdArgs),
@@ -42,7 +44,10 @@ pub enum ResidentCommand {
     Template(ChainArgs),
     /// Read a running chain's results (those tagged with its id) per load × caller: delay over
     /// the fastest delivery, lost results, outputs checked against the reference. Writes
-    /// OUT/resident/.
+    /// OUT/resident/. A chain the MCU does not have is refused at once. Each result is awaited
+    /// at most three periods, and at least 5 s, from the chain's previous result (other chains'
+    /// results do not restart the wait); when the wait runs out or the MCU goes away, what was
+    /// received is written and qf exits non-zero.
     Observe(ObserveArgs),
 }
 
@@ -70,8 +75,8 @@ impl ChainArgs {
         let task = task_by_name(&self.task).context("--task")?;
         let mut request = ChainRequest::seeded(task, self.seed.unwrap_or(1), chain);
         if let Some(json) = &self.request {
-            request.request =
-                request_from_json(task, json).with_context(|| format!("--request '{json}'"))?;
+            request.request = request_from_json(task, json)
+                .with_context(|| format!("--request '{}'", shown(json)))?;
         }
         Ok(request)
     }
@@ -99,7 +104,7 @@ pub struct InstallArgs {
     /// First release this long after `start`, µs (at most the period).
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub start_delay_us: u64,
-    /// Start the chain right after installing it.
+    /// Start the chain right after installing it (a start the MCU refuses removes it again).
     #[arg(long)]
     pub start: bool,
     #[command(flatten)]
@@ -177,9 +182,73 @@ const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Control through the endpoint `mcu` names (one is required).
 fn control(mcu: &McuArgs, command: &str) -> Result<ChainControl> {
     let endpoint = mcu.endpoint()?.with_context(|| {
-        format!("qf resident {command} needs the MCU endpoint: --mcu-dev [PATH], --mcu-socket PATH or --mcu-rpmsg")
+        format!("qf resident {command} needs the MCU endpoint: --mcu-dev [PATH], --mcu-socket PATH, --mcu-rpmsg or --mcu-serial DEVICE")
     })?;
     Ok(ChainControl::new(endpoint.open(CONTROL_TIMEOUT)?))
+}
+
+/// A `--template` argument: its bytes and the chain request they are.
+fn template(text: &str) -> Result<(Vec<u8>, ChainRequest)> {
+    let bytes = hex::decode(text.trim())
+        .with_context(|| format!("--template '{}': not hex", shown(text)))?;
+    let chain = ChainRequest::from_template(&bytes)
+        .with_context(|| format!("--template '{}'", shown(text)))?;
+    Ok((bytes, chain))
+}
+
+/// Refuses at once to observe chain `id` when the MCU at `endpoint` answers that it has no
+/// such chain (an MCU that knows no control frames is not asked again).
+fn check_installed(endpoint: &McuEndpoint, id: u32) -> Result<()> {
+    let mut mcu = ChainControl::new(endpoint.open(CONTROL_TIMEOUT)?);
+    match mcu.status(id) {
+        Ok(_) => Ok(()),
+        Err(e) if refusal(&e) == Some(qf_abi::Status::NotInstalled) => bail!(
+            "chain {id} is not installed on the MCU (`qf resident list` shows the installed \
+             chains): nothing to observe"
+        ),
+        Err(e) if refusal(&e) == Some(qf_abi::Status::UnknownTask) => Ok(()),
+        Err(e) => Err(e.context(format!("asking the MCU for chain {id}"))),
+    }
+}
+
+/// After `install`: starts chain `id` when asked and prints its id; if either fails, the chain
+/// is removed again, so a failed command leaves nothing installed.
+fn start_and_print(
+    mcu: &mut ChainControl,
+    id: u32,
+    start: bool,
+    out: &mut impl Write,
+) -> Result<()> {
+    let mut finish = || -> Result<()> {
+        if start {
+            mcu.start(id)?;
+        }
+        writeln!(out, "{id}").context("printing the chain id")?;
+        out.flush().context("printing the chain id")?;
+        Ok(())
+    };
+    let Err(error) = finish() else {
+        return Ok(());
+    };
+    Err(match mcu.remove(id) {
+        Ok(()) => error.context(format!("chain {id} was installed and is removed again")),
+        Err(removal) => error.context(format!(
+            "chain {id} was installed and could not be removed again ({removal:#}); \
+             `qf resident remove {id}` removes it"
+        )),
+    })
+}
+
+/// What `stop` prints: the state after it, and whether there was anything to stop.
+fn stop_report(id: u32, before: Option<u8>, after: u8) -> String {
+    let state = state_name(after);
+    match before.and_then(ChainState::from_code) {
+        Some(ChainState::Running) | None => format!("chain {id}: {state}"),
+        Some(ChainState::Installed) => {
+            format!("chain {id}: {state} (never started: nothing to stop)")
+        }
+        Some(_) => format!("chain {id}: {state} (it was not running: nothing to stop)"),
+    }
 }
 
 impl InstallArgs {
@@ -194,13 +263,7 @@ impl InstallArgs {
         // The timing first: its errors name a flag whatever the template.
         timing.install(chain_id, &[0; 36], FLAGS)?;
         let template = match &self.template {
-            Some(text) => {
-                let bytes = hex::decode(text.trim())
-                    .with_context(|| format!("--template '{text}': not hex"))?;
-                ChainRequest::from_template(&bytes)
-                    .with_context(|| format!("--template '{text}'"))?;
-                bytes
-            }
+            Some(text) => template(text)?.0,
             None => self.chain.request(chain_id)?.template()?,
         };
         timing.install(chain_id, &template, FLAGS)
@@ -228,18 +291,20 @@ impl ResidentArgs {
                     None => mcu.free_id()?,
                 };
                 let id = mcu.install(&args.install(id)?)?;
-                if args.start {
-                    mcu.start(id)?;
-                }
-                writeln!(out, "{id}")?;
+                start_and_print(&mut mcu, id, args.start, out)?;
             }
             ResidentCommand::Start(args) => {
                 control(&args.mcu, "start")?.start(args.id)?;
                 writeln!(out, "chain {}: running", args.id)?;
             }
             ResidentCommand::Stop(args) => {
-                control(&args.mcu, "stop")?.stop(args.id)?;
-                writeln!(out, "chain {}: stopped", args.id)?;
+                let mut mcu = control(&args.mcu, "stop")?;
+                // The state before, to say whether there was anything to stop (a refusal here
+                // is the stop's to report).
+                let before = mcu.status(args.id).ok().map(|s| s.state);
+                mcu.stop(args.id)?;
+                let after = mcu.status(args.id)?.state;
+                writeln!(out, "{}", stop_report(args.id, before, after))?;
             }
             ResidentCommand::Remove(args) => {
                 control(&args.mcu, "remove")?.remove(args.id)?;
@@ -247,10 +312,11 @@ impl ResidentArgs {
             }
             ResidentCommand::Status(args) => {
                 let mut mcu = control(&args.mcu, "status")?;
-                let statuses = match args.id {
+                let mut statuses = match args.id {
                     Some(id) => vec![mcu.status(id)?],
                     None => mcu.statuses()?,
                 };
+                statuses.sort_by_key(|s| s.chain_id);
                 let reports: Vec<ChainReport> =
                     statuses.into_iter().map(ChainReport::new).collect();
                 match (args.json, args.id) {
@@ -286,10 +352,7 @@ impl ResidentArgs {
                 }
                 let (chain, chain_id) = match &args.template {
                     Some(text) => {
-                        let bytes = hex::decode(text.trim())
-                            .with_context(|| format!("--template '{text}': not hex"))?;
-                        let chain = ChainRequest::from_template(&bytes)
-                            .with_context(|| format!("--template '{text}'"))?;
+                        let (bytes, chain) = template(text)?;
                         // A chain of the MCU's own: its results carry the id given, else the
                         // template's contract id (0: results are not told apart by id).
                         let contract =
@@ -304,10 +367,15 @@ impl ResidentArgs {
                         (args.chain.request(id)?, Some(id))
                     }
                 };
+                let endpoint = args.endpoint()?;
+                // A chain install put there (no --template) must be on the MCU.
+                if let (None, Some(id)) = (&args.template, chain_id) {
+                    check_installed(&endpoint, id)?;
+                }
                 let spec = ObserveSpec {
                     chain,
                     chain_id,
-                    endpoint: args.endpoint()?,
+                    endpoint,
                     period: Duration::from_micros(args.period_us),
                     loads: args.conditions.loads.clone(),
                     callers: args.conditions.callers.clone(),
@@ -340,8 +408,10 @@ struct ListEntry {
 impl ListReport {
     fn new(list: &ChainList) -> ListReport {
         let count = usize::from(list.count).min(list.chains.len());
+        let mut entries = list.chains[..count].to_vec();
+        entries.sort_by_key(|e| e.chain_id);
         ListReport {
-            chains: list.chains[..count]
+            chains: entries
                 .iter()
                 .map(|e| ListEntry {
                     chain_id: e.chain_id,
