@@ -304,6 +304,14 @@ impl Trace for Outputs<'_> {
 /// Runs `qf sim`.
 pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     let set = taskset::load(&args.taskset)?;
+    for note in taskset::rounded_to_ticks(&set) {
+        // A warning that cannot be written (stderr closed) does not stop the run.
+        let _ = writeln!(
+            std::io::stderr(),
+            "qf sim: warning: {}: {note}",
+            args.taskset.display()
+        );
+    }
     let clock = clock_of(&set);
     let estimate = estimated_events(&set);
     if estimate > args.max_events {
