@@ -167,8 +167,14 @@ fn sim_refuses_too_many_tasks_or_values_within_256_mib() {
     });
     let keys = write("keys.toml", "horizon = 10\n", &|i| format!("k{i} = 1\n"));
     for (path, expected) in [
-        (&tasks, ":322:2: task: at most 64 tasks are supported (this is task 65)"),
-        (&keys, ":152049:1: (file): more than 304096 TOML keys and values"),
+        (
+            &tasks,
+            ":322:2: task: at most 64 tasks are supported (this is task 65)",
+        ),
+        (
+            &keys,
+            ":152049:1: (file): more than 304096 TOML keys and values",
+        ),
     ] {
         let output = sim_within(256 << 10, path);
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -372,8 +372,7 @@ fn check_outputs(args: &SimArgs) -> anyhow::Result<()> {
                 args.taskset.display()
             );
         }
-        if let Some((other, other_path, _)) = outputs[..at].iter().find(|(_, _, p)| p == output)
-        {
+        if let Some((other, other_path, _)) = outputs[..at].iter().find(|(_, _, p)| p == output) {
             bail!(
                 "{other} {} and {flag} {} are the same file: each output needs its own",
                 other_path.display(),

@@ -197,7 +197,10 @@ fn an_output_that_is_the_task_set_is_refused_and_the_set_kept() {
     std::fs::write(&set, &original).expect("write");
     let hard_link = dir.path().join("also.h");
     std::fs::hard_link(&set, &hard_link).expect("hard link");
-    for (output, flag) in [(set.clone(), "--schedule"), (hard_link.clone(), "--golden-c")] {
+    for (output, flag) in [
+        (set.clone(), "--schedule"),
+        (hard_link.clone(), "--golden-c"),
+    ] {
         let mut sim = args(set.clone());
         match flag {
             "--schedule" => sim.schedule = Some(output.clone()),

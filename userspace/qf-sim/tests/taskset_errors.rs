@@ -110,10 +110,7 @@ fn an_unreadable_file_is_named() {
 #[test]
 fn devices_and_directories_are_refused_without_reading() {
     // /dev/zero never ends: it is refused for what it is, before any read.
-    for (path, what) in [
-        ("/dev/zero", "a character device"),
-        ("/", "a directory"),
-    ] {
+    for (path, what) in [("/dev/zero", "a character device"), ("/", "a directory")] {
         let Err(e) = qf_sim::load(Path::new(path)) else {
             panic!("loaded {path}");
         };
@@ -246,7 +243,10 @@ fn periods_and_budgets_off_the_tick_are_named_with_what_rounding_changes() {
                 .to_string(),
         ]
     );
-    let exact = qf_sim::parse(Path::new("t.toml"), &text.replace("tick_hz = 250", "tick_hz = 1000"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let exact = qf_sim::parse(
+        Path::new("t.toml"),
+        &text.replace("tick_hz = 250", "tick_hz = 1000"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(qf_sim::taskset::rounded_to_ticks(&exact).is_empty());
 }
