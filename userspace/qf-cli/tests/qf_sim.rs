@@ -132,3 +132,114 @@ fn qf_sim_stops_quietly_when_stdout_is_closed() {
     assert_eq!(output.status.code(), Some(141), "stderr: {stderr}");
     assert_eq!(stderr, "");
 }
+
+/// Runs `qf sim FILE` with its address space limited to `limit_kib` (`ulimit -v`): an input
+/// that makes it allocate more aborts it (status 134) instead of being refused.
+fn sim_within(limit_kib: u64, file: &std::path::Path) -> std::process::Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {limit_kib} && exec \"$0\" sim \"$1\""))
+        .arg(env!("CARGO_BIN_EXE_qf"))
+        .arg(file)
+        .output()
+        .expect("sh runs")
+}
+
+#[test]
+fn sim_refuses_too_many_tasks_or_values_within_256_mib() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let limit = qf_sim::taskset::MAX_FILE_BYTES as usize - 256;
+    let write = |name: &str, head: &str, item: &dyn Fn(usize) -> String| {
+        let mut text = String::from(head);
+        let mut i = 0;
+        while text.len() < limit {
+            text += &item(i);
+            i += 1;
+        }
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path
+    };
+    // Just under the size limit: 130 000 tasks (the parser took 411 MB for them), then as
+    // many unknown keys (321 MB), each refused at the first one past its limit.
+    let tasks = write("tasks.toml", "horizon = 10\n", &|i| {
+        format!("[[task]]\nname = \"t{i}\"\nkind = \"periodic\"\nwcet = 1\nperiod = 40\n")
+    });
+    let keys = write("keys.toml", "horizon = 10\n", &|i| format!("k{i} = 1\n"));
+    for (path, expected) in [
+        (
+            &tasks,
+            ":322:2: task: at most 64 tasks are supported (this is task 65)",
+        ),
+        (
+            &keys,
+            ":152049:1: (file): more than 304096 TOML keys and values",
+        ),
+    ] {
+        let output = sim_within(256 << 10, path);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{}{expected}", path.display())),
+            "{stderr}"
+        );
+    }
+    // The largest set accepted (100 000 CBS jobs) runs within the same bound.
+    let jobs = dir.path().join("jobs.toml");
+    let mut text = String::from(
+        "horizon = 10\n[[task]]\nname = \"s\"\nkind = \"cbs\"\nbudget = 1\nperiod = 8\njobs = [\n",
+    );
+    for arrival in 0..qf_sim::taskset::MAX_JOBS {
+        text += &format!("[{arrival}, 1],\n");
+    }
+    text += "]\n";
+    std::fs::write(&jobs, text).expect("write");
+    let output = sim_within(256 << 10, &jobs);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn sim_refuses_a_fifo_nobody_writes_to_in_bounded_time() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let fifo = dir.path().join("set.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let mut child = qf()
+        .arg("sim")
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("qf starts");
+    // A watchdog far beyond the 10 s qf waits, so that a qf blocked in open() fails the test
+    // instead of hanging it.
+    let mut waited = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if waited == 1200 {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("qf sim still waits on a FIFO nobody writes to after 120 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("stderr read");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "qf: error: cannot read {}: a pipe or FIFO that did not end within 10 s (read 0 \
+             bytes); write the task set to a file\n",
+            fifo.display()
+        )
+    );
+}

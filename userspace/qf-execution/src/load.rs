@@ -10,6 +10,33 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// Most load workers per CPU `cpu:N` and `rt:M` may start: the paper's 8 spinners fit a single
+/// CPU; beyond a few per CPU more workers only add threads, not load.
+pub const MAX_WORKERS_PER_CPU: usize = 8;
+
+/// Most workers one load may start here: [`MAX_WORKERS_PER_CPU`] times the CPUs this process
+/// may run on (`available_parallelism`; 1 if unknown).
+pub fn max_workers() -> usize {
+    cpus().saturating_mul(MAX_WORKERS_PER_CPU)
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// Starts one load worker (a named thread); a seam so a test can make spawning fail.
+type Spawn<'a> =
+    dyn FnMut(usize, Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<JoinHandle<()>> + 'a;
+
+fn spawn_thread(
+    index: usize,
+    work: Box<dyn FnOnce() + Send + 'static>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("qf-load-{index}"))
+        .spawn(work)
+}
+
 /// RT worker period and busy share of it.
 pub const RT_PERIOD: Duration = Duration::from_millis(10);
 pub const RT_BUSY: Duration = Duration::from_millis(5);
@@ -32,7 +59,30 @@ impl Load {
         }
     }
 
-    /// Parses `idle`, `cpu[:N]` (default 8 workers, as in the paper) or `rt[:M]` (default 4).
+    /// Workers the load starts.
+    pub fn workers(&self) -> usize {
+        match *self {
+            Load::Idle => 0,
+            Load::Cpu { workers } | Load::Rt { workers } => workers,
+        }
+    }
+
+    /// Refuses a worker count above [`max_workers`], naming the load, the count and the limit.
+    pub fn check(&self) -> Result<(), String> {
+        let (count, max) = (self.workers(), max_workers());
+        if count > max {
+            return Err(format!(
+                "load `{}:{count}`: {count} workers is more than {max} ({MAX_WORKERS_PER_CPU} \
+                 per CPU x {} CPUs)",
+                self.name(),
+                cpus()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Parses `idle`, `cpu[:N]` (default 8 workers, as in the paper) or `rt[:M]` (default 4);
+    /// N and M at most [`max_workers`].
     pub fn parse(text: &str) -> Result<Load, String> {
         let (kind, count) = match text.split_once(':') {
             Some((kind, count)) => {
@@ -43,7 +93,7 @@ impl Load {
             }
             None => (text, None),
         };
-        match kind {
+        let load = match kind {
             "idle" if count.is_none() => Ok(Load::Idle),
             "cpu" => Ok(Load::Cpu {
                 workers: count.unwrap_or(8),
@@ -54,42 +104,56 @@ impl Load {
             _ => Err(format!(
                 "unknown load `{text}` (expected idle, cpu[:N] or rt[:M])"
             )),
-        }
+        }?;
+        load.check()?;
+        Ok(load)
     }
 
-    /// Starts the workers; they run at most `limit`.
+    /// Starts the workers; they run at most `limit`. A count above [`max_workers`] is refused,
+    /// and a worker that cannot be started is an error (the ones started are stopped first).
     pub fn start(&self, limit: Duration) -> Result<LoadGuard> {
+        self.start_with(limit, &mut spawn_thread)
+    }
+
+    fn start_with(&self, limit: Duration, spawn: &mut Spawn<'_>) -> Result<LoadGuard> {
+        self.check().map_err(anyhow::Error::msg)?;
         let stop = Arc::new(AtomicBool::new(false));
         let deadline = Instant::now() + limit;
-        let (count, rt) = match *self {
-            Load::Idle => (0, false),
-            Load::Cpu { workers } => (workers, false),
-            Load::Rt { workers } => (workers, true),
-        };
+        let (count, rt) = (self.workers(), matches!(self, Load::Rt { .. }));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let workers = (0..count)
-            .map(|_| {
-                let stop = stop.clone();
-                let ready = ready_tx.clone();
-                std::thread::spawn(move || {
-                    if rt {
-                        let result = set_scheduling(0, Scheduling::Fifo(RT_PRIORITY))
-                            .map_err(|e| e.to_string());
-                        let failed = result.is_err();
-                        let _ = ready.send(result);
-                        if failed {
-                            return;
-                        }
-                        rt_worker(&stop, deadline);
-                    } else {
-                        let _ = ready.send(Ok(()));
-                        spin_until(&stop, deadline);
+        // Dropped on an early return: stops and joins the workers started so far.
+        let mut guard = LoadGuard {
+            stop: stop.clone(),
+            workers: Vec::with_capacity(count),
+        };
+        for index in 0..count {
+            let stop = stop.clone();
+            let ready = ready_tx.clone();
+            let work = Box::new(move || {
+                if rt {
+                    let result =
+                        set_scheduling(0, Scheduling::Fifo(RT_PRIORITY)).map_err(|e| e.to_string());
+                    let failed = result.is_err();
+                    let _ = ready.send(result);
+                    if failed {
+                        return;
                     }
-                })
-            })
-            .collect();
+                    rt_worker(&stop, deadline);
+                } else {
+                    let _ = ready.send(Ok(()));
+                    spin_until(&stop, deadline);
+                }
+            });
+            let worker = spawn(index, work).map_err(|e| {
+                anyhow::anyhow!(
+                    "starting the {} load: worker {} of {count} could not be started: {e}",
+                    self.name(),
+                    index + 1
+                )
+            })?;
+            guard.workers.push(worker);
+        }
         drop(ready_tx);
-        let guard = LoadGuard { stop, workers };
         for _ in 0..count {
             if let Ok(Err(message)) = ready_rx.recv() {
                 anyhow::bail!("starting the RT contention load: {message}");
@@ -150,6 +214,66 @@ mod tests {
         assert_eq!(Load::parse("rt:1"), Ok(Load::Rt { workers: 1 }));
         assert!(Load::parse("gpu").unwrap_err().contains("gpu"));
         assert!(Load::parse("cpu:x").unwrap_err().contains("`x`"));
+    }
+
+    #[test]
+    fn worker_counts_are_bounded_by_the_cpus() {
+        let max = max_workers();
+        assert!(max >= MAX_WORKERS_PER_CPU);
+        assert_eq!(
+            Load::parse(&format!("cpu:{max}")),
+            Ok(Load::Cpu { workers: max })
+        );
+        for kind in ["cpu", "rt"] {
+            let error = Load::parse(&format!("{kind}:1000000")).unwrap_err();
+            assert_eq!(
+                error,
+                format!(
+                    "load `{kind}:1000000`: 1000000 workers is more than {max} \
+                     ({MAX_WORKERS_PER_CPU} per CPU x {} CPUs)",
+                    cpus()
+                )
+            );
+        }
+        // A load made some other way (deserialised) is refused by start, before any thread.
+        let mut spawned = 0;
+        let error = (Load::Cpu { workers: max + 1 })
+            .start_with(Duration::from_millis(10), &mut |index, work| {
+                spawned += 1;
+                spawn_thread(index, work)
+            })
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("workers is more than"),
+            "{error}"
+        );
+        assert_eq!(spawned, 0);
+    }
+
+    #[test]
+    fn a_worker_that_cannot_be_spawned_is_an_error_and_the_others_stop() {
+        // The third spawn fails as a thread limit makes it (EAGAIN).
+        let mut started = Vec::new();
+        let error = (Load::Cpu { workers: 4 })
+            .start_with(Duration::from_secs(600), &mut |index, work| {
+                if index == 2 {
+                    return Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
+                }
+                let handle = spawn_thread(index, work)?;
+                started.push(handle.thread().id());
+                Ok(handle)
+            })
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "starting the cpu load: worker 3 of 4 could not be started: {}",
+                std::io::Error::from_raw_os_error(libc::EAGAIN)
+            )
+        );
+        // start_with returned only after stopping and joining the two it started (their
+        // deadline is ten minutes away), so the test ends.
+        assert_eq!(started.len(), 2);
     }
 
     #[test]

@@ -301,9 +301,100 @@ impl Trace for Outputs<'_> {
     }
 }
 
+/// The file a path leads to, to tell whether two paths name the same one: its device and
+/// inode when it exists (so hard and symbolic links match), else its absolute path with every
+/// existing directory and link on the way resolved and `.` and `..` applied to the rest (what
+/// `create` makes of it).
+#[derive(Debug, PartialEq, Eq)]
+enum Place {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+/// Most symbolic links followed to a file that does not exist yet (Linux's own limit).
+const MAX_LINKS: usize = 40;
+
+fn place(path: &Path) -> Place {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    for _ in 0..MAX_LINKS {
+        if let Ok(meta) = std::fs::metadata(&path) {
+            return Place::Inode(meta.dev(), meta.ino());
+        }
+        // A dangling link: the file is created where it points.
+        match std::fs::read_link(&path) {
+            Ok(target) => {
+                let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+                path = dir.join(target);
+            }
+            Err(_) => break,
+        }
+    }
+    let parts: Vec<_> = path.components().collect();
+    let (mut resolved, rest) = (0..=parts.len())
+        .rev()
+        .find_map(|n| {
+            let prefix: PathBuf = parts[..n].iter().collect();
+            let canonical = prefix.canonicalize().ok()?;
+            Some((canonical, &parts[n..]))
+        })
+        .unwrap_or_else(|| (PathBuf::new(), &parts[..]));
+    for part in rest {
+        match part {
+            std::path::Component::ParentDir => {
+                resolved.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => resolved.push(other),
+        }
+    }
+    Place::Path(resolved)
+}
+
+/// Refuses outputs that would overwrite the task set or each other (a mixed or truncated
+/// file), naming both.
+fn check_outputs(args: &SimArgs) -> anyhow::Result<()> {
+    let outputs: Vec<(&str, &Path, Place)> = [
+        ("--schedule", args.schedule.as_deref()),
+        ("--events", args.events.as_deref()),
+        ("--gantt", args.gantt.as_deref()),
+        ("--golden-c", args.golden_c.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path)| path.map(|p| (flag, p, place(p))))
+    .collect();
+    let input = place(&args.taskset);
+    for (at, (flag, path, output)) in outputs.iter().enumerate() {
+        if *output == input {
+            bail!(
+                "{flag} {} is the task set {}: it would be overwritten; choose another file",
+                path.display(),
+                args.taskset.display()
+            );
+        }
+        if let Some((other, other_path, _)) = outputs[..at].iter().find(|(_, _, p)| p == output) {
+            bail!(
+                "{other} {} and {flag} {} are the same file: each output needs its own",
+                other_path.display(),
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs `qf sim`.
 pub fn run(args: &SimArgs) -> anyhow::Result<()> {
+    check_outputs(args)?;
     let set = taskset::load(&args.taskset)?;
+    for note in taskset::rounded_to_ticks(&set) {
+        // A warning that cannot be written (stderr closed) does not stop the run.
+        let _ = writeln!(
+            std::io::stderr(),
+            "qf sim: warning: {}: {note}",
+            args.taskset.display()
+        );
+    }
     let clock = clock_of(&set);
     let estimate = estimated_events(&set);
     if estimate > args.max_events {

@@ -599,6 +599,19 @@ impl<'a, T: Trace> Simulation<'a, T> {
         self.kernel.threads[i].ready_seq = self.ready_counter;
     }
 
+    /// Whether a setter of thread `i`'s reservation (period, WCET, budget) succeeded; a
+    /// refusal (admission control's) is recorded as the task's rejection.
+    fn admitted(&mut self, i: usize, result: Result<(), Error>) -> bool {
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                self.stats[i].rejected = Some(e.to_string());
+                self.collect();
+                false
+            }
+        }
+    }
+
     /// The thread's `k_thread_deadline_set` call; counts overrun statuses and rejections.
     fn deadline_set(&mut self, i: usize, rel_ns: u64) -> bool {
         let rel = self.ticks(rel_ns);
@@ -682,9 +695,13 @@ impl<'a, T: Trace> Simulation<'a, T> {
                 deadline_ns,
                 ..
             } => {
-                let _ = self.sched.period_set(id, self.ticks(*period_ns));
-                let _ = self.sched.wcet_set(id, self.ticks(*wcet_ns));
-                if self.deadline_set(i, *deadline_ns) {
+                // With admission control on, qf-sched admits WCET/period here, as the
+                // kernel's k_thread_wcet_set does: a refusal leaves the task unable to run as
+                // declared, so it stops, like a refusal of its first deadline_set.
+                let (period, wcet) = (self.ticks(*period_ns), self.ticks(*wcet_ns));
+                let declared = self.sched.period_set(id, period);
+                let declared = declared.and_then(|()| self.sched.wcet_set(id, wcet));
+                if self.admitted(i, declared) && self.deadline_set(i, *deadline_ns) {
                     self.begin_job(i, None, *wcet_ns);
                 } else {
                     self.finish(i);
@@ -696,7 +713,11 @@ impl<'a, T: Trace> Simulation<'a, T> {
                 jobs,
                 hard_reservation,
             } => {
-                let _ = self.sched.cbs_budget_set(id, self.ticks(*budget_ns));
+                let budget = self.sched.cbs_budget_set(id, self.ticks(*budget_ns));
+                if !self.admitted(i, budget) {
+                    self.finish(i);
+                    return;
+                }
                 let _ = self.sched.hard_reservation_set(id, *hard_reservation);
                 let overrun = Some(Callback {
                     func: on_budget_overrun,
@@ -749,8 +770,8 @@ impl<'a, T: Trace> Simulation<'a, T> {
                     // this cycle's release to the next arrival (none if it is already due).
                     let release = self.sched.thread(id).map_or(0, |b| b.release());
                     let arrival = self.kernel.clock.tick_at_or_after(arrival_ns);
-                    let _ = self.sched.period_set(id, arrival.saturating_sub(release));
-                    if self.deadline_set(i, *period_ns) {
+                    let period = self.sched.period_set(id, arrival.saturating_sub(release));
+                    if self.admitted(i, period) && self.deadline_set(i, *period_ns) {
                         self.kernel.threads[i].job = next;
                         self.begin_job(i, Some(arrival_ns), work_ns);
                     } else {

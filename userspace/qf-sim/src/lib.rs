@@ -25,6 +25,12 @@
 //! period = 8
 //! jobs = [[3, 4], [13, 3]]   # [arrival, execution]
 //! ```
+//!
+//! Limits (`taskset`): [`taskset::MAX_TASKS`] tasks, [`taskset::MAX_JOBS`] CBS jobs,
+//! [`taskset::MAX_ITEMS`] TOML keys and values and [`taskset::MAX_FILE_BYTES`], counted before
+//! the file is parsed whole; a period, deadline or budget of at least one tick
+//! ([`taskset::rounded_to_ticks`] names those the kernel rounds up). `examples/README.md` has
+//! the figures and what admission control tests.
 
 pub mod cli;
 pub mod clock;

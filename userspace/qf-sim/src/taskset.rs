@@ -5,9 +5,19 @@
 use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use toml_parser::lexer::TokenKind;
 
 use serde::Deserialize;
 use toml::Spanned;
+
+use crate::clock::{decimal, Clock};
+
+const NS_PER_S: u128 = 1_000_000_000;
 
 /// Largest number of tasks one set may hold (the simulator's scheduler pool size).
 pub const MAX_TASKS: usize = 64;
@@ -173,10 +183,29 @@ pub fn parse_unit(text: &str) -> Option<u64> {
     count.checked_mul(scale).filter(|&ns| ns > 0)
 }
 
-/// Largest task-set file read (a million CBS jobs take about 16 MiB).
-pub const MAX_FILE_BYTES: u64 = 64 << 20;
+/// Largest number of CBS jobs one set may list (all tasks together). The TOML parser keeps
+/// about 900 bytes per job while it reads them (three values with their spans and layout), so
+/// this keeps a set under about 100 MB however it is written.
+pub const MAX_JOBS: usize = 100_000;
 
-/// Reads and validates a task-set file (at most [`MAX_FILE_BYTES`] are read).
+/// Largest number of TOML keys, values, arrays and tables a task-set file may hold: three per
+/// CBS job (the pair and its two numbers) and room for [`MAX_TASKS`] tasks' fields. Counted
+/// before the file is parsed, so a file of many small values is refused before the parser
+/// allocates for them.
+pub const MAX_ITEMS: usize = 3 * MAX_JOBS + 4096;
+
+/// Largest task-set file read: [`MAX_JOBS`] jobs of two 19-digit numbers (TOML's largest
+/// integers), one a line, take 4.4 MB, so 8 MiB leaves room for comments and layout.
+pub const MAX_FILE_BYTES: u64 = 8 << 20;
+
+/// Longest a task set arriving through a pipe or FIFO (`qf sim <(generate)`) is waited for,
+/// from the open to its end.
+pub const MAX_PIPE_WAIT: Duration = Duration::from_secs(10);
+
+/// Reads and validates a task-set file: a regular file of at most [`MAX_FILE_BYTES`], or a
+/// pipe or FIFO read for at most [`MAX_PIPE_WAIT`] (opened without waiting for a writer, so a
+/// FIFO nobody writes to is refused in time rather than blocking). Directories, devices and
+/// sockets are refused.
 pub fn load(path: &Path) -> Result<TaskSet, TaskSetError> {
     let unreadable = |rule: String| TaskSetError {
         file: path.to_path_buf(),
@@ -185,16 +214,7 @@ pub fn load(path: &Path) -> Result<TaskSet, TaskSetError> {
         field: "(file)".into(),
         rule,
     };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| unreadable(e.to_string()))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(unreadable(format!(
-            "larger than {} MiB, more than a task set needs",
-            MAX_FILE_BYTES >> 20
-        )));
-    }
+    let bytes = read_bounded(path).map_err(unreadable)?;
     let text = String::from_utf8(bytes).map_err(|e| {
         unreadable(format!(
             "not UTF-8 text (byte {})",
@@ -204,9 +224,181 @@ pub fn load(path: &Path) -> Result<TaskSet, TaskSetError> {
     parse(path, &text)
 }
 
+fn too_large() -> String {
+    format!(
+        "larger than {} MiB, the most a task set is read from ({MAX_TASKS} tasks, {MAX_JOBS} jobs)",
+        MAX_FILE_BYTES >> 20
+    )
+}
+
+/// The bytes of the file at `path`, bounded in size (and, for a pipe, in time).
+fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    // O_NONBLOCK: opening a FIFO for reading does not wait for a writer.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let kind = meta.file_type();
+    let mut bytes = Vec::new();
+    if kind.is_file() {
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(format!("{} bytes: {}", meta.len(), too_large()));
+        }
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| e.to_string())?;
+    } else if kind.is_fifo() {
+        read_pipe(file, &mut bytes)?;
+    } else {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!(
+            "{what}: a task set is read from a regular file, a pipe or a FIFO"
+        ));
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// Reads a non-blocking pipe to its end, at most `MAX_FILE_BYTES + 1` bytes, waiting for data
+/// in `poll` for at most [`MAX_PIPE_WAIT`] in all.
+fn read_pipe(mut pipe: std::fs::File, bytes: &mut Vec<u8>) -> Result<(), String> {
+    use std::io::ErrorKind;
+    use std::os::fd::AsFd as _;
+    let deadline = Instant::now() + MAX_PIPE_WAIT;
+    let mut chunk = vec![0u8; 1 << 16];
+    while bytes.len() as u64 <= MAX_FILE_BYTES {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "a pipe or FIFO that did not end within {} s (read {} bytes); write the task \
+                 set to a file",
+                MAX_PIPE_WAIT.as_secs(),
+                bytes.len()
+            ));
+        }
+        // Linux reports a FIFO readable only once a writer has opened it: until then poll
+        // waits, and read would report an end of file.
+        let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
+        let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+        match poll(&mut fds, timeout) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(format!("poll: {e}")),
+        }
+        match pipe.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}
+
+/// Counts what the file holds before the TOML parser allocates for it: the tasks (array-table
+/// headers and inline tables, the only tables a task set has) and every key, value, array and
+/// table. The first task past [`MAX_TASKS`] or item past [`MAX_ITEMS`] is refused at its line;
+/// the lexer keeps no tokens, so this takes no memory beyond the text.
+fn prescan(src: &Source<'_>) -> Result<(), TaskSetError> {
+    let mut tasks = 0usize;
+    let mut items = 0usize;
+    // Brackets open in a value; a header is a `[` at the start of a line outside any value.
+    let mut depth = 0usize;
+    let mut line_start = true;
+    let mut header = false;
+    let mut previous_open = false;
+    for token in toml_parser::Source::new(src.text).lex() {
+        let span = token.span().start()..token.span().end();
+        let mut counted = false;
+        match token.kind() {
+            TokenKind::Whitespace | TokenKind::Comment => continue,
+            TokenKind::Newline => {
+                line_start = depth == 0;
+                header = false;
+                previous_open = false;
+                continue;
+            }
+            TokenKind::Eof => break,
+            TokenKind::LeftSquareBracket if header => {
+                // `[[`: an array-table header, a task (whatever its name: any other is an
+                // error the parser reports).
+                if previous_open {
+                    tasks += 1;
+                    counted = true;
+                }
+            }
+            TokenKind::LeftSquareBracket if line_start && depth == 0 => {
+                header = true;
+                previous_open = true;
+                line_start = false;
+                continue;
+            }
+            TokenKind::LeftSquareBracket => {
+                depth += 1;
+                items += 1;
+            }
+            TokenKind::LeftCurlyBracket => {
+                depth += 1;
+                items += 1;
+                tasks += 1;
+                counted = true;
+            }
+            TokenKind::RightSquareBracket | TokenKind::RightCurlyBracket => {
+                depth = depth.saturating_sub(1);
+            }
+            TokenKind::Atom
+            | TokenKind::BasicString
+            | TokenKind::LiteralString
+            | TokenKind::MlBasicString
+            | TokenKind::MlLiteralString => items += 1,
+            TokenKind::Dot | TokenKind::Equals | TokenKind::Comma => {}
+        }
+        line_start = false;
+        previous_open = false;
+        if counted && tasks > MAX_TASKS {
+            return Err(src.error(
+                span,
+                "task",
+                format!("at most {MAX_TASKS} tasks are supported (this is task {tasks})"),
+            ));
+        }
+        if items > MAX_ITEMS {
+            return Err(src.error(
+                span,
+                "(file)",
+                format!(
+                    "more than {MAX_ITEMS} TOML keys and values, more than a task set holds \
+                     ({MAX_TASKS} tasks, {MAX_JOBS} jobs)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Validates task-set `text` (named `file` in errors).
 pub fn parse(file: &Path, text: &str) -> Result<TaskSet, TaskSetError> {
     let src = Source { file, text };
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(src.error(0..0, "(file)", too_large()));
+    }
+    prescan(&src)?;
     let raw: RawTaskSet = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         src.error(span, "(syntax)", e.message().to_string())
@@ -296,6 +488,7 @@ pub fn parse(file: &Path, text: &str) -> Result<TaskSet, TaskSetError> {
     }
 
     let mut tasks: Vec<Task> = Vec::with_capacity(raw.task.len());
+    let mut jobs_listed = 0usize;
     for (index, spanned) in raw.task.iter().enumerate() {
         let task = spanned.get_ref();
         let field = |name: &str| format!("task[{index}].{name}");
@@ -338,6 +531,30 @@ pub fn parse(file: &Path, text: &str) -> Result<TaskSet, TaskSetError> {
             }
             Some(n) => n.get_ref().clone(),
         };
+        // A period, deadline or budget of less than one tick cannot be kept by a tick-based
+        // kernel: rounded up to a whole tick, it would change the task's utilisation by any
+        // factor (a 50 us period at a 100 us tick halves it), so it is refused.
+        let tick_or_more = |ns: u64, value: &Option<Spanned<u64>>, what: &str| {
+            if u128::from(ns) * u128::from(tick_hz) >= NS_PER_S {
+                return Ok(ns);
+            }
+            let written = value.as_ref().map_or(0, |v| *v.get_ref());
+            let clock = Clock {
+                tick_hz,
+                unit_ns,
+                origin_ticks: 0,
+            };
+            Err(src.error(
+                value.as_ref().map_or(spanned.span(), |v| v.span()),
+                &field(what),
+                format!(
+                    "task {name:?}: {what} {written} x {unit_name} is shorter than one kernel \
+                     tick ({} x {unit_name} at tick_hz = {tick_hz}), and the kernel rounds it \
+                     up to whole ticks; lengthen it or raise tick_hz",
+                    clock.ticks_in_units(1)
+                ),
+            ))
+        };
         let priority = task.priority.as_ref().map_or(0, |p| *p.get_ref());
         let forbid =
             |present: bool, span: Option<std::ops::Range<usize>>, name: &str, kind: &str| {
@@ -374,9 +591,14 @@ pub fn parse(file: &Path, text: &str) -> Result<TaskSet, TaskSetError> {
                 )?;
                 let wcet_ns = positive(&task.wcet, "wcet", "for a periodic task")?;
                 let period_ns = positive(&task.period, "period", "for a periodic task")?;
+                let period_ns = tick_or_more(period_ns, &task.period, "period")?;
                 let deadline_ns = match &task.deadline {
                     None => period_ns,
-                    Some(_) => positive(&task.deadline, "deadline", "")?,
+                    Some(_) => tick_or_more(
+                        positive(&task.deadline, "deadline", "")?,
+                        &task.deadline,
+                        "deadline",
+                    )?,
                 };
                 let offset_ns = match &task.offset {
                     None => 0,
@@ -409,13 +631,26 @@ pub fn parse(file: &Path, text: &str) -> Result<TaskSet, TaskSetError> {
                     "cbs",
                 )?;
                 let budget_ns = positive(&task.budget, "budget", "for a cbs task")?;
+                let budget_ns = tick_or_more(budget_ns, &task.budget, "budget")?;
                 let period_ns = positive(&task.period, "period", "for a cbs task")?;
+                let period_ns = tick_or_more(period_ns, &task.period, "period")?;
                 let Some(jobs_spanned) = &task.jobs else {
                     return Err(missing(
                         "jobs",
                         "for a cbs task: [[arrival, execution], ...]",
                     ));
                 };
+                jobs_listed += jobs_spanned.get_ref().len();
+                if jobs_listed > MAX_JOBS {
+                    return Err(src.error(
+                        jobs_spanned.span(),
+                        &field("jobs"),
+                        format!(
+                            "task {name:?}: at most {MAX_JOBS} jobs in a set (all tasks \
+                             together; this makes {jobs_listed})"
+                        ),
+                    ));
+                }
                 let mut jobs = Vec::with_capacity(jobs_spanned.get_ref().len());
                 for (j, job) in jobs_spanned.get_ref().iter().enumerate() {
                     let jfield = field(&format!("jobs[{j}]"));
@@ -493,4 +728,77 @@ pub fn parse(file: &Path, text: &str) -> Result<TaskSet, TaskSetError> {
         admission_bound_ppm,
         tasks,
     })
+}
+
+/// The periods, deadlines and budgets of `set` that are not a whole number of kernel ticks:
+/// the kernel (and so the simulation) rounds each up to the next tick, as Zephyr's `K_USEC` and
+/// `K_MSEC` do, which lowers the task's utilisation or moves its deadline. One sentence per
+/// value, naming the task, the value as written, the tick and what the rounding changes.
+pub fn rounded_to_ticks(set: &TaskSet) -> Vec<String> {
+    let clock = Clock {
+        tick_hz: set.tick_hz,
+        unit_ns: set.unit_ns,
+        origin_ticks: 0,
+    };
+    let tick_hz = u128::from(set.tick_hz);
+    let mut notes = Vec::new();
+    for task in &set.tasks {
+        let rounded = |what: &str, ns: u64| -> Option<String> {
+            if clock.divides(ns) {
+                return None;
+            }
+            let ticks = clock.duration_ticks(ns);
+            Some(format!(
+                "task {:?}: {what} {} x {unit} is {} ticks at tick_hz = {}; the kernel rounds it \
+                 up to {ticks} ticks ({} x {unit})",
+                task.name,
+                clock.ns_in_units(ns),
+                decimal(u128::from(ns) * tick_hz, NS_PER_S),
+                set.tick_hz,
+                clock.ticks_in_units(ticks),
+                unit = set.unit_name,
+            ))
+        };
+        let ticks = |ns: u64| u128::from(clock.duration_ticks(ns));
+        match &task.kind {
+            TaskKind::Periodic {
+                wcet_ns,
+                period_ns,
+                deadline_ns,
+                ..
+            } => {
+                if let Some(note) = rounded("period", *period_ns) {
+                    notes.push(format!(
+                        "{note}: its utilisation is {}, not {}",
+                        decimal(u128::from(*wcet_ns) * tick_hz, ticks(*period_ns) * NS_PER_S),
+                        decimal(u128::from(*wcet_ns), u128::from(*period_ns)),
+                    ));
+                }
+                if deadline_ns != period_ns {
+                    if let Some(note) = rounded("deadline", *deadline_ns) {
+                        notes.push(format!("{note}: its deadline is that much later"));
+                    }
+                }
+            }
+            TaskKind::Cbs {
+                budget_ns,
+                period_ns,
+                ..
+            } => {
+                let server = || {
+                    format!(
+                        ": its server's bandwidth is {}, not {}",
+                        decimal(ticks(*budget_ns), ticks(*period_ns)),
+                        decimal(u128::from(*budget_ns), u128::from(*period_ns)),
+                    )
+                };
+                for (what, ns) in [("budget", *budget_ns), ("period", *period_ns)] {
+                    if let Some(note) = rounded(what, ns) {
+                        notes.push(note + &server());
+                    }
+                }
+            }
+        }
+    }
+    notes
 }

@@ -71,15 +71,54 @@ fn test_case_1(extra: &str) -> TaskSet {
 fn admission_control_refuses_the_server_that_would_exceed_the_bound() {
     // hard1 4/7 ≈ 0.571 + cbs1 3/8 = 0.375 → 0.946 > 0.9.
     let set = test_case_1("admission_bound = 0.9");
-    let outcome = simulate(&set, Options::default());
-    let rejection = outcome.stats[1].rejected.clone().expect("cbs1 refused");
-    assert!(
-        rejection.contains("375000 ppm on top of 571429 ppm exceeds the bound of 900000 ppm"),
-        "{rejection}"
+    let outcome = second_refused(
+        &set,
+        "375000 ppm on top of 571429 ppm exceeds the bound of 900000 ppm",
     );
-    assert_eq!(outcome.stats[0].rejected, None);
     assert!(slices(&set, &outcome).iter().all(|s| s.2 == "hard1"));
+}
+
+/// Simulates `set`, whose second task admission control refuses with `message` before its
+/// first job, and the first not.
+fn second_refused(set: &TaskSet, message: &str) -> Outcome {
+    let outcome = simulate(set, Options::default());
+    let rejection = outcome.stats[1].rejected.clone().expect("refused");
+    assert!(rejection.contains(message), "{rejection}");
+    assert_eq!(outcome.stats[0].rejected, None);
     assert_eq!(outcome.stats[1].jobs, 0);
+    outcome
+}
+
+#[test]
+fn admission_control_refuses_the_periodic_task_that_would_exceed_the_bound() {
+    // 0.6 + 0.6 of one CPU: qf-sched admits WCET/period where the WCET is declared, so the
+    // second task is refused there and never runs; the first keeps its whole CPU share.
+    let set = set("horizon = 20\nadmission_bound = 1.0\n\
+         [[task]]\nname = \"a\"\nkind = \"periodic\"\nwcet = 6\nperiod = 10\n\
+         [[task]]\nname = \"b\"\nkind = \"periodic\"\nwcet = 6\nperiod = 10\n");
+    let outcome = second_refused(
+        &set,
+        "600000 ppm on top of 600000 ppm exceeds the bound of 1000000 ppm",
+    );
+    assert_eq!(outcome.stats[0].deadline_misses, 0);
+    assert_eq!(
+        slices(&set, &outcome),
+        vec![(0, 6, "a".into()), (10, 16, "a".into())]
+    );
+}
+
+#[test]
+fn admission_control_refuses_a_server_whose_next_arrival_is_too_close() {
+    // Q = 3 with the next arrival 2 after the release: the period the task sets for it asks
+    // for 3/2 of a CPU, which qf-sched refuses; the task stops at that call.
+    let set = set("horizon = 20\nadmission_bound = 1.0\n\
+         [[task]]\nname = \"s\"\nkind = \"cbs\"\nbudget = 3\nperiod = 8\n\
+         jobs = [[0, 1], [2, 1]]\n");
+    let outcome = simulate(&set, Options::default());
+    let rejection = outcome.stats[0].rejected.clone().expect("s refused");
+    assert!(rejection.contains("1500000 ppm"), "{rejection}");
+    assert_eq!(outcome.stats[0].jobs, 1);
+    assert_eq!(slices(&set, &outcome), vec![(0, 1, "s".into())]);
 }
 
 #[test]

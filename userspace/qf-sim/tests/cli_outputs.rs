@@ -151,3 +151,70 @@ fn a_golden_header_named_after_a_c_keyword_is_refused() {
     );
     assert!(!header.exists());
 }
+
+#[test]
+fn an_output_that_is_another_output_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let same = dir.path().join("out.csv");
+    // The same file spelt another way, through a directory that does not exist yet.
+    let respelt = dir.path().join("new/../out.csv");
+    let error = run(&SimArgs {
+        schedule: Some(same.clone()),
+        events: Some(respelt.clone()),
+        ..args(example("test-case-1.toml"))
+    })
+    .expect_err("refused");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "--schedule {} and --events {} are the same file: each output needs its own",
+            same.display(),
+            respelt.display()
+        )
+    );
+    assert!(!same.exists() && !dir.path().join("new").exists());
+
+    // An existing file and a symbolic link to it.
+    std::fs::write(&same, "kept").expect("write");
+    let link = dir.path().join("link.svg");
+    std::os::unix::fs::symlink(&same, &link).expect("symlink");
+    let error = run(&SimArgs {
+        events: Some(same.clone()),
+        gantt: Some(link.clone()),
+        ..args(example("test-case-1.toml"))
+    })
+    .expect_err("refused");
+    assert!(error.to_string().starts_with("--events "), "{error}");
+    assert!(error.to_string().contains(" and --gantt "), "{error}");
+    assert_eq!(std::fs::read_to_string(&same).expect("read"), "kept");
+}
+
+#[test]
+fn an_output_that_is_the_task_set_is_refused_and_the_set_kept() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let set = dir.path().join("set.toml");
+    let original = std::fs::read_to_string(example("test-case-1.toml")).expect("example");
+    std::fs::write(&set, &original).expect("write");
+    let hard_link = dir.path().join("also.h");
+    std::fs::hard_link(&set, &hard_link).expect("hard link");
+    for (output, flag) in [
+        (set.clone(), "--schedule"),
+        (hard_link.clone(), "--golden-c"),
+    ] {
+        let mut sim = args(set.clone());
+        match flag {
+            "--schedule" => sim.schedule = Some(output.clone()),
+            _ => sim.golden_c = Some(output.clone()),
+        }
+        let error = run(&sim).expect_err("refused");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{flag} {} is the task set {}: it would be overwritten; choose another file",
+                output.display(),
+                set.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&set).expect("read"), original);
+    }
+}

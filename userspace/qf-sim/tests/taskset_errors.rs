@@ -108,15 +108,57 @@ fn an_unreadable_file_is_named() {
 }
 
 #[test]
-fn a_file_too_large_for_a_task_set_is_not_read_whole() {
-    // /dev/zero never ends: the read stops past the limit instead of filling memory.
-    let Err(e) = qf_sim::load(Path::new("/dev/zero")) else {
-        panic!("loaded /dev/zero");
+fn devices_and_directories_are_refused_without_reading() {
+    // /dev/zero never ends: it is refused for what it is, before any read.
+    for (path, what) in [("/dev/zero", "a character device"), ("/", "a directory")] {
+        let Err(e) = qf_sim::load(Path::new(path)) else {
+            panic!("loaded {path}");
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot read {path}: {what}: a task set is read from a regular file, a pipe or \
+                 a FIFO"
+            )
+        );
+    }
+}
+
+#[test]
+fn a_pipe_that_never_ends_is_read_only_to_the_size_limit() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let fifo = dir.path().join("set.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let writer_path = fifo.clone();
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = written.clone();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write as _;
+        let mut fifo = std::fs::OpenOptions::new()
+            .write(true)
+            .open(writer_path)
+            .expect("FIFO opened for writing");
+        let chunk = [b'#'; 1 << 16];
+        // Ends when the reader closes its end (a broken pipe).
+        while fifo.write_all(&chunk).is_ok() {
+            counter.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let Err(e) = qf_sim::load(&fifo) else {
+        panic!("loaded an endless pipe");
     };
+    writer.join().expect("writer ends");
     assert_eq!(
         e.to_string(),
-        "cannot read /dev/zero: larger than 64 MiB, more than a task set needs"
+        format!(
+            "cannot read {}: larger than 8 MiB, the most a task set is read from (64 tasks, \
+             100000 jobs)",
+            fifo.display()
+        )
     );
+    // What was read is bounded: the writer got at most a pipe buffer beyond the limit in.
+    let limit = qf_sim::taskset::MAX_FILE_BYTES;
+    assert!(written.load(std::sync::atomic::Ordering::Relaxed) <= limit + (4 << 20));
 }
 
 #[test]
@@ -127,7 +169,8 @@ fn a_bare_unit_means_one_of_it() {
         ("s", 1_000_000_000),
         ("ns", 1),
     ] {
-        let text = format!("unit = \"{unit}\"\nhorizon = 10\n{GOOD_TASK}");
+        // A 1 ns tick, so that a period of 4 ns is whole ticks.
+        let text = format!("unit = \"{unit}\"\ntick_hz = 1000000000\nhorizon = 10\n{GOOD_TASK}");
         let set = qf_sim::parse(Path::new("set.toml"), &text).expect(unit);
         assert_eq!((set.unit_ns, set.unit_name.as_str()), (ns, unit));
     }
@@ -161,4 +204,49 @@ fn every_documented_task_set_parses() {
         }
     }
     assert!(seen >= 3, "{seen} task sets in examples/");
+}
+
+#[test]
+fn a_period_shorter_than_a_tick_is_refused_naming_task_period_and_tick() {
+    // Two 30/50 us tasks (U = 1.2) at the default 100 us tick: rounded up to one tick each,
+    // the set would run as U = 0.6.
+    let text = "unit = \"1us\"\nhorizon = 1000\n[[task]]\nname = \"fast\"\nkind = \"periodic\"\n\
+                wcet = 30\nperiod = 50\n";
+    assert_eq!(
+        error(text),
+        "sets/bad.toml:7:10: task[0].period: task \"fast\": period 50 x 1us is shorter than one \
+         kernel tick (100 x 1us at tick_hz = 10000), and the kernel rounds it up to whole ticks; \
+         lengthen it or raise tick_hz"
+    );
+    let deadline = "unit = \"1us\"\nhorizon = 1000\n[[task]]\nname = \"d\"\nkind = \"periodic\"\n\
+                    wcet = 30\nperiod = 500\ndeadline = 99\n";
+    assert!(error(deadline).contains("task[0].deadline: task \"d\": deadline 99 x 1us"));
+    let budget = "unit = \"1us\"\nhorizon = 1000\n[[task]]\nname = \"s\"\nkind = \"cbs\"\n\
+                  budget = 20\nperiod = 500\njobs = [[0, 5]]\n";
+    assert!(error(budget).contains("task[0].budget: task \"s\": budget 20 x 1us"));
+}
+
+#[test]
+fn periods_and_budgets_off_the_tick_are_named_with_what_rounding_changes() {
+    let text = "tick_hz = 250\nhorizon = 30\n[[task]]\nname = \"p\"\nkind = \"periodic\"\n\
+                wcet = 1\nperiod = 10\n[[task]]\nname = \"s\"\nkind = \"cbs\"\nbudget = 5\n\
+                period = 12\njobs = [[0, 1]]\n";
+    let set = qf_sim::parse(Path::new("t.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        qf_sim::taskset::rounded_to_ticks(&set),
+        vec![
+            "task \"p\": period 10 x 1ms is 2.5 ticks at tick_hz = 250; the kernel rounds it up \
+             to 3 ticks (12 x 1ms): its utilisation is 0.083333, not 0.1"
+                .to_string(),
+            "task \"s\": budget 5 x 1ms is 1.25 ticks at tick_hz = 250; the kernel rounds it up \
+             to 2 ticks (8 x 1ms): its server's bandwidth is 0.666666, not 0.416666"
+                .to_string(),
+        ]
+    );
+    let exact = qf_sim::parse(
+        Path::new("t.toml"),
+        &text.replace("tick_hz = 250", "tick_hz = 1000"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(qf_sim::taskset::rounded_to_ticks(&exact).is_empty());
 }

@@ -99,7 +99,8 @@ impl McuArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConditionArgs {
     /// Loads, comma-separated: idle, `cpu[:N]` (N SCHED_OTHER spinners, default 8), `rt[:M]`
-    /// (M SCHED_FIFO 80 workers at 50% duty in 10 ms slices, default 4).
+    /// (M SCHED_FIFO 80 workers at 50% duty in 10 ms slices, default 4); N and M at most 8 per
+    /// CPU this process may run on.
     #[arg(long, value_delimiter = ',', default_value = "idle", value_parser = Load::parse)]
     pub loads: Vec<Load>,
     /// Caller policies of the measuring thread, comma-separated.
