@@ -63,6 +63,7 @@
 //! ```
 
 use crate::residents::{Keeper, ResidentConfig, ResidentHealth};
+use crate::status_socket;
 use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use qf_abi::MAX_FRAME_LEN;
@@ -80,7 +81,6 @@ use qf_execution::workload::{encode_request, outcome_ok, random_request, task_by
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -265,72 +265,63 @@ pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-fn serve_status(listener: UnixListener, status: Arc<Mutex<Status>>, stop: Arc<AtomicBool>) {
-    listener.set_nonblocking(true).ok();
-    while !stop.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                let _ = answer(stream, &status);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20))
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-}
-
-fn answer(stream: UnixStream, status: &Mutex<Status>) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut line = String::new();
-    BufReader::new(&stream).read_line(&mut line)?;
-    let reply = match line.trim() {
+/// The status socket's answer to one request line.
+fn answer(request: &str, status: &Mutex<Status>) -> String {
+    match request {
         "status" => {
             let snapshot = status.lock().map(|s| s.clone()).unwrap_or_default();
-            serde_json::to_string(&snapshot).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+            serde_json::to_string(&snapshot)
+                .unwrap_or_else(|e| status_socket::error_reply(&e.to_string()))
         }
-        other => {
-            serde_json::json!({"error": format!("unknown command `{other}` (expected `status`)")})
-                .to_string()
-        }
-    };
-    let mut writer = &stream;
-    writer.write_all(reply.as_bytes())?;
-    writer.write_all(b"\n")
-}
-
-/// Asks a running daemon for its status.
-pub fn query_status(socket: &Path) -> Result<Status> {
-    query_status_within(socket, Duration::from_secs(5))
-}
-
-/// Asks a running daemon for its status, waiting at most `timeout` for the answer.
-pub fn query_status_within(socket: &Path, timeout: Duration) -> Result<Status> {
-    let mut stream = UnixStream::connect(socket)
-        .with_context(|| format!("connecting to qfabricd at {}", socket.display()))?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream
-        .write_all(b"status\n")
-        .with_context(|| format!("asking qfabricd at {} for its status", socket.display()))?;
-    let mut reply = String::new();
-    match BufReader::new(&stream).read_line(&mut reply) {
-        Ok(_) => {}
-        // A read time-out surfaces as EAGAIN ("Resource temporarily unavailable"): say what it is.
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-            anyhow::bail!(
-                "qfabricd at {} accepted but did not answer within {} ms",
-                socket.display(),
-                timeout.as_millis()
-            )
-        }
-        Err(e) => {
-            return Err(e)
-                .with_context(|| format!("reading the status reply from {}", socket.display()))
-        }
+        other => status_socket::error_reply(&format!(
+            "unknown command `{}` (expected `status`)",
+            other.escape_debug()
+        )),
     }
-    serde_json::from_str(&reply)
-        .with_context(|| format!("status reply from {}: {}", socket.display(), reply.trim()))
+}
+
+/// Asks a running daemon for its status, within [`status_socket::QUERY_TIMEOUT`].
+pub fn query_status(socket: &Path) -> Result<Status> {
+    query_status_within(socket, status_socket::QUERY_TIMEOUT)
+}
+
+/// Asks a running daemon for its status; the whole exchange ends within `timeout`, and a reply
+/// over [`status_socket::REPLY_MAX`] bytes is refused unread.
+pub fn query_status_within(socket: &Path, timeout: Duration) -> Result<Status> {
+    let reply = status_socket::query(socket, "status", timeout)?;
+    let value: serde_json::Value = serde_json::from_str(&reply).with_context(|| {
+        format!(
+            "status reply from {}: {}",
+            socket.display(),
+            cut(reply.trim(), 200)
+        )
+    })?;
+    if let Some(error) = value.get("error").and_then(|e| e.as_str()) {
+        anyhow::bail!(
+            "qfabricd at {} answered: {}",
+            socket.display(),
+            cut(error, 400)
+        );
+    }
+    serde_json::from_value(value).with_context(|| {
+        format!(
+            "status reply from {}: {}",
+            socket.display(),
+            cut(reply.trim(), 200)
+        )
+    })
+}
+
+/// `text`, cut to at most `max` bytes (on a character boundary) with the cut said.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &text[..end], text.len())
 }
 
 /// The running daemon.
@@ -655,7 +646,9 @@ impl Daemon {
         let listener = bind_socket(&self.config.socket)?;
         let status_thread = {
             let (status, stop) = (self.status.clone(), stop.clone());
-            std::thread::spawn(move || serve_status(listener, status, stop))
+            std::thread::spawn(move || {
+                status_socket::serve(&listener, &stop, &|request| answer(request, &status))
+            })
         };
         let keeper_thread = self.keeper.take().map(|keeper| {
             let stop = stop.clone();
