@@ -72,7 +72,7 @@ use qf_decision::controller::{Controller, Decision, Phase};
 use qf_decision::model::DomainId;
 use qf_decision::router::Router;
 use qf_evidence::chain::Chain;
-use qf_evidence::journal::{new_run_id, read_key, Journal, JournalOptions, PidLock};
+use qf_evidence::journal::{new_run_id, read_key, Journal, JournalError, JournalOptions, PidLock};
 use qf_evidence::replay::{DecisionRecord, ReplayInputs};
 use qf_execution::domain::{executor_path, Domain, LinuxExecutor, McuEndpoint};
 use qf_execution::rt::{set_scheduling, CallerPolicy};
@@ -153,10 +153,10 @@ impl DaemonConfig {
         )
     }
 
-    /// Reads a configuration; relative paths are taken from the file's directory.
+    /// Reads a configuration; relative paths are taken from the file's directory. Only a
+    /// regular file of at most [`CONFIG_MAX_BYTES`] is read (see [`read_config`]).
     pub fn load(path: &Path) -> Result<DaemonConfig> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = read_config(path)?;
         let mut config: DaemonConfig =
             toml::from_str(&text).with_context(|| format!("configuration {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
@@ -201,6 +201,61 @@ impl DaemonConfig {
         }
         Ok(config)
     }
+}
+
+/// Largest configuration file read, in bytes (1 MiB).
+pub const CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// Reads a configuration file: opened without blocking (a FIFO with no writer would block
+/// `open` forever), refused unless it is a regular file, refused by size before it is read,
+/// and read through [`CONFIG_MAX_BYTES`] in case it grows meanwhile.
+pub fn read_config(path: &Path) -> Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let name = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOCTTY).bits())
+        .open(path)
+        .with_context(|| format!("reading the configuration {name}"))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("reading the configuration {name}"))?;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a regular file")
+    };
+    if let Some(what) = what {
+        anyhow::bail!("configuration {name} is {what}; the configuration must be a regular file");
+    }
+    let too_big = |size: &str| {
+        anyhow::anyhow!(
+            "configuration {name} is {size} bytes; a configuration is at most {CONFIG_MAX_BYTES} bytes (1 MiB)"
+        )
+    };
+    if meta.len() > CONFIG_MAX_BYTES {
+        return Err(too_big(&meta.len().to_string()));
+    }
+    let mut text = String::new();
+    file.take(CONFIG_MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("reading the configuration {name}"))?;
+    if text.len() as u64 > CONFIG_MAX_BYTES {
+        return Err(too_big(&format!("more than {CONFIG_MAX_BYTES}")));
+    }
+    Ok(text)
 }
 
 /// What `qf status` receives.
@@ -248,8 +303,13 @@ pub struct Status {
 const RECENT_WINDOWS: usize = 10;
 const RECENT_DECISIONS: usize = 20;
 
+/// Whether a [`Daemon::run`] loop is serving: until then a stop signal ends the process at once
+/// (start-up may wait on a file, a lock or an endpoint), afterwards it asks the loop to stop.
+static SERVING: AtomicBool = AtomicBool::new(false);
+
 /// Blocks SIGTERM and SIGINT in this and every later thread and returns a flag a watcher thread
-/// raises when one arrives. Call before spawning any thread.
+/// raises when one arrives. Call before spawning any thread. A signal that arrives before
+/// [`Daemon::run`] serves, or a second one while it drains, ends the process by that signal.
 pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     let mut signals = SigSet::empty();
     signals.add(Signal::SIGTERM);
@@ -258,11 +318,30 @@ pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     std::thread::spawn(move || {
-        if signals.wait().is_ok() {
-            flag.store(true, Ordering::SeqCst);
+        while let Ok(signal) = signals.wait() {
+            if SERVING.load(Ordering::SeqCst) && !flag.swap(true, Ordering::SeqCst) {
+                continue;
+            }
+            let when = if SERVING.load(Ordering::SeqCst) {
+                "a second time while stopping"
+            } else {
+                "before the daemon was serving"
+            };
+            eprintln!("qfabricd: {signal} {when}: exiting now");
+            die_by(signal);
         }
     });
     Ok(stop)
+}
+
+/// Ends the process by `signal` (its default action), as if it had not been blocked; with the
+/// signal ignored by whoever started us, by exit status 128 + its number.
+fn die_by(signal: Signal) -> ! {
+    let mut one = SigSet::empty();
+    one.add(signal);
+    let _ = one.thread_unblock();
+    let _ = nix::sys::signal::raise(signal);
+    std::process::exit(128 + signal as i32)
 }
 
 /// The status socket's answer to one request line.
@@ -368,8 +447,15 @@ impl Daemon {
         let state_dir = config.state_dir();
         std::fs::create_dir_all(&state_dir)
             .with_context(|| format!("creating the state directory {}", state_dir.display()))?;
-        let state_lock = PidLock::acquire(&state_dir.join("qfabricd.lock"))
-            .context("another qfabricd uses this state directory")?;
+        let state_lock = PidLock::acquire(&state_dir.join("qfabricd.lock")).map_err(|e| {
+            let locked = matches!(e, JournalError::Locked { .. });
+            let context = if locked {
+                "another qfabricd uses this state directory".to_owned()
+            } else {
+                format!("state directory {}", state_dir.display())
+            };
+            anyhow::Error::new(e).context(context)
+        })?;
         let chain = Chain::load(&config.chain)?;
         let endpoint = config.mcu_endpoint()?;
         if endpoint.is_none() && !config.resident.is_empty() {
@@ -644,6 +730,7 @@ impl Daemon {
     /// Runs until `stop` is raised (or `limit` chain observations, if given).
     pub fn run(&mut self, stop: &Arc<AtomicBool>, limit: Option<u64>) -> Result<()> {
         let listener = bind_socket(&self.config.socket)?;
+        SERVING.store(true, Ordering::SeqCst);
         let status_thread = {
             let (status, stop) = (self.status.clone(), stop.clone());
             std::thread::spawn(move || {

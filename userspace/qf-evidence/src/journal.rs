@@ -84,6 +84,11 @@ pub enum JournalError {
         anchor: PathBuf,
         detail: String,
     },
+    #[error("cannot take the lock {path}")]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path} is locked by another process{holder}; one writer at a time")]
     Locked { path: PathBuf, holder: String },
     #[error("journal key {path}: {detail}")]
@@ -319,7 +324,7 @@ impl PidLock {
     /// Takes the lock on `path` (created if missing) without waiting; if another process holds
     /// it, fails at once naming that process's pid.
     pub fn acquire(path: &Path) -> Result<PidLock, JournalError> {
-        let io = |source| JournalError::Io {
+        let io = |source| JournalError::Lock {
             path: path.to_owned(),
             source,
         };
