@@ -72,7 +72,9 @@ use qf_decision::controller::{Controller, Decision, Phase};
 use qf_decision::model::DomainId;
 use qf_decision::router::Router;
 use qf_evidence::chain::Chain;
-use qf_evidence::journal::{new_run_id, read_key, Journal, JournalError, JournalOptions, PidLock};
+use qf_evidence::journal::{
+    anchor_missing_warning, new_run_id, read_key, Journal, JournalError, JournalOptions, PidLock,
+};
 use qf_evidence::replay::{DecisionRecord, ReplayInputs};
 use qf_execution::domain::{executor_path, Domain, LinuxExecutor, McuEndpoint};
 use qf_execution::rt::{set_scheduling, CallerPolicy};
@@ -292,6 +294,10 @@ pub struct Status {
     pub journal_head: String,
     #[serde(default)]
     pub journal_anchor: PathBuf,
+    /// Set when the anchor was missing (at start, or removed since) while the journal held this
+    /// many records: those were not checked against it.
+    #[serde(default)]
+    pub journal_anchor_missing: Option<u64>,
     /// Whether the journal is keyed (HMAC-SHA256).
     #[serde(default)]
     pub journal_keyed: bool,
@@ -524,6 +530,9 @@ impl Daemon {
         };
         let keyed = options.key.is_some();
         let mut journal = Journal::open_with(&config.journal, &run_id, options)?;
+        if let Some(records) = journal.anchor_missing() {
+            eprintln!("qfabricd: {}", anchor_missing_warning(&anchor, records));
+        }
         let mut epochs = EpochFile::open(&state_dir.join("epoch"))?;
         let session = Session::new(epochs.floor());
         epochs.record(session.epoch(0))?;
@@ -565,6 +574,7 @@ impl Daemon {
             wire_epoch: session.epoch(0),
             journal_records: journal.records(),
             journal_head: journal.head().to_owned(),
+            journal_anchor_missing: journal.anchor_missing(),
             journal_anchor: anchor,
             journal_keyed: keyed,
             ..Status::default()
@@ -683,8 +693,7 @@ impl Daemon {
             let health = health.lock().map(|h| h.clone()).unwrap_or_default();
             if let Ok(mut status) = self.status.lock() {
                 status.resident = health;
-                status.journal_records = self.journal.records();
-                status.journal_head = self.journal.head().to_owned();
+                publish_journal(&self.journal, &mut status);
             }
         }
         Ok(())
@@ -810,8 +819,7 @@ impl Daemon {
                     status.current_window_miss_rate = self.controller.current_window().miss_rate();
                     status.recent_window_miss_rates = recent_windows.iter().copied().collect();
                     status.last_decisions = last_decisions.iter().cloned().collect();
-                    status.journal_records = self.journal.records();
-                    status.journal_head = self.journal.head().to_owned();
+                    publish_journal(&self.journal, &mut status);
                 }
                 std::thread::sleep(period.saturating_sub(release.elapsed()));
             }
@@ -826,6 +834,21 @@ impl Daemon {
         let _ = std::fs::remove_file(&self.config.socket);
         self.journal.append(&serde_json::json!({"event": "shutdown", "observations": observations, "error": result.as_ref().err().map(|e| format!("{e:#}"))}))?;
         result
+    }
+}
+
+/// The journal's part of the status: its length, head, and a missing anchor.
+fn publish_journal(journal: &Journal, status: &mut Status) {
+    status.journal_records = journal.records();
+    status.journal_head = journal.head().to_owned();
+    if status.journal_anchor_missing.is_none() {
+        if let Some(records) = journal.anchor_missing() {
+            eprintln!(
+                "qfabricd: {}",
+                anchor_missing_warning(&status.journal_anchor, records)
+            );
+            status.journal_anchor_missing = Some(records);
+        }
     }
 }
 

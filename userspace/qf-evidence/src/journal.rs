@@ -458,7 +458,18 @@ pub struct Journal {
     /// Bytes of verified records (where the next record starts).
     len: u64,
     options: JournalOptions,
+    /// Records the journal held when its anchor was found missing (see
+    /// [`Journal::anchor_missing`]).
+    anchor_missing: Option<u64>,
     _lock: PidLock,
+}
+
+/// What a missing anchor means, in words: `records` records were not checked against it.
+pub fn anchor_missing_warning(anchor: &Path, records: u64) -> String {
+    format!(
+        "WARNING: the journal's anchor {} was missing while the journal held {records} record(s): those records were not checked against it, so a deleted tail or re-hashed records before it would go unnoticed (the anchor has been written again from the journal as it is)",
+        anchor.display()
+    )
 }
 
 impl Journal {
@@ -527,6 +538,10 @@ impl Journal {
                 )));
             }
         }
+        // An anchored journal with records but no anchor: someone removed it (or the journal
+        // came from elsewhere); what it vouched for cannot be checked any more.
+        let anchor_missing = (options.anchor.is_some() && anchor.is_none() && verified.records > 0)
+            .then_some(verified.records);
         let mut file = OpenOptions::new()
             .create(true)
             .read(true)
@@ -546,8 +561,17 @@ impl Journal {
             last_hash: verified.last_hash,
             len: found.complete_len,
             options,
+            anchor_missing,
             _lock: lock,
         };
+        if let (Some(records), Some(anchor)) = (anchor_missing, &journal.options.anchor) {
+            let anchor = anchor.clone();
+            journal.append(&serde_json::json!({
+                "event": "anchor_missing",
+                "anchor": anchor,
+                "records": records,
+            }))?;
+        }
         if let Some((line, (copy, bytes))) = torn {
             journal.append(&serde_json::json!({
                 "event": "torn_tail_recovered",
@@ -592,6 +616,13 @@ impl Journal {
         self.next_seq += 1;
         self.last_hash = hash.clone();
         if let Some(anchor) = &self.options.anchor {
+            // Written after every append, so only a removal since then makes it missing.
+            if self.anchor_missing.is_none()
+                && self.next_seq > 1
+                && std::fs::symlink_metadata(anchor).is_err()
+            {
+                self.anchor_missing = Some(self.next_seq - 1);
+            }
             Anchor {
                 records: self.next_seq,
                 head: hash.clone(),
@@ -603,6 +634,13 @@ impl Journal {
 
     pub fn records(&self) -> u64 {
         self.next_seq
+    }
+
+    /// With an anchor: `Some(N)` when the anchor was missing, at open or removed since, while
+    /// the journal held `N` records, which therefore were not checked against it (see
+    /// [`anchor_missing_warning`]). The anchor is written again at every append.
+    pub fn anchor_missing(&self) -> Option<u64> {
+        self.anchor_missing
     }
 
     /// The hash of the last record (the chain's head).
@@ -836,6 +874,53 @@ mod tests {
         std::fs::write(&path, &original).unwrap();
         let journal = Journal::open_with(&path, "r", anchored(dir.path(), None)).unwrap();
         assert_eq!(journal.records(), 4);
+    }
+
+    /// A removed anchor went unnoticed: the journal reopened and the anchor was written anew,
+    /// vouching for whatever the journal held. It is now reported (and journaled) with the
+    /// number of records nothing vouched for, at open and when removed while the journal is open.
+    #[test]
+    fn a_removed_anchor_is_reported_and_journaled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.jsonl");
+        let anchor = dir.path().join("journal.anchor");
+        let mut journal = Journal::open_with(&path, "run-1", anchored(dir.path(), None)).unwrap();
+        assert_eq!(
+            journal.anchor_missing(),
+            None,
+            "a new journal has no anchor yet"
+        );
+        for i in 0..3 {
+            journal.append(&json!({"window": i})).unwrap();
+        }
+        assert_eq!(journal.anchor_missing(), None);
+        drop(journal);
+        std::fs::remove_file(&anchor).unwrap();
+        let mut journal = Journal::open_with(&path, "run-2", anchored(dir.path(), None)).unwrap();
+        assert_eq!(journal.anchor_missing(), Some(3));
+        assert_eq!(journal.records(), 4, "the three and the report");
+        let last = std::fs::read_to_string(&path).unwrap();
+        let last: serde_json::Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
+        assert_eq!(last["entry"]["event"], "anchor_missing");
+        assert_eq!(last["entry"]["records"], 3);
+        assert!(anchor.exists(), "written again");
+        let warning = anchor_missing_warning(&anchor, 3);
+        assert!(
+            warning.contains(&anchor.display().to_string())
+                && warning.contains("3 record(s)")
+                && warning.contains("not checked"),
+            "{warning}"
+        );
+        journal.append(&json!({"window": 3})).unwrap();
+        drop(journal);
+        // With the anchor in place, nothing is reported.
+        let mut journal = Journal::open_with(&path, "run-3", anchored(dir.path(), None)).unwrap();
+        assert_eq!(journal.anchor_missing(), None);
+        // Removed while the journal is open: noticed at the next append.
+        std::fs::remove_file(&anchor).unwrap();
+        journal.append(&json!({"window": 4})).unwrap();
+        assert_eq!(journal.anchor_missing(), Some(5));
+        assert!(anchor.exists(), "written again");
     }
 
     /// Recomputes every hash of `text` after replacing `from` with `to` (what a tamperer with
