@@ -6,8 +6,13 @@
 //! independent reference. The chain observation feeds the [`Controller`]; every decision is
 //! journaled (fsync'd) *before* the new placement is installed. A status socket answers
 //! `status` with a JSON snapshot (placements, window miss rates, controller state, last
-//! decisions). SIGTERM or SIGINT finishes the chain observation in flight, journals the shutdown
-//! and exits cleanly.
+//! decisions); every exchange on it is bounded ([`crate::status_socket`]): a request of at most
+//! 64 bytes, a reply of at most 1 MiB, 2 s per connection for the whole exchange, 32 connections
+//! served at once by one `poll` loop (a new one beyond that closes the oldest), and `qf status`
+//! waits 5 s for the whole exchange. SIGTERM or SIGINT finishes the chain observation in flight,
+//! journals the shutdown and exits cleanly; one that arrives before the daemon serves (start-up
+//! can wait on a file, a lock or an endpoint), or a second one while it stops, ends it at once,
+//! by that signal.
 //!
 //! Ordinary life on a board, and what the daemon does about it:
 //! * **Restarts.** Every run starts a newer epoch than any before it (`STATE_DIR/epoch`, see
@@ -29,12 +34,19 @@
 //! * **Tampering.** `STATE_DIR/journal.anchor` holds the chain's head (also in `qf status`), so a
 //!   deleted tail, an emptied file or a re-hashed edit stops the next start; with `journal_key`
 //!   the chain is HMAC-SHA256 under a key only the daemon can read. To start afresh on purpose,
-//!   move the journal *and* its anchor away.
+//!   move the journal *and* its anchor away. A missing anchor (removed, keyed journal or not)
+//!   cannot vouch for anything: the daemon says so on standard error, in the journal
+//!   (`anchor_missing`) and in `qf status` (a WARNING line with the records nothing checked),
+//!   and writes it again.
+//! * **A state or journal directory it cannot write.** The error names the lock file and the
+//!   OS's reason (read-only file system, permission denied); "another qfabricd" only when
+//!   another process holds the lock.
 //!
 //! `userspace/qf-agent/tests/faults.rs` exercises the first three with SIGKILLs during traffic;
 //! `scripts/soak-agent` runs the daemon for 30 minutes under injected MCU faults.
 //!
-//! Configuration (TOML):
+//! Configuration (TOML): a regular file of at most 1 MiB ([`CONFIG_MAX_BYTES`]); a FIFO, a
+//! device or a larger file is refused by what it is, before anything is read.
 //! ```toml
 //! chain = "chain.toml"          # the chain file (see qf_evidence::chain)
 //! profile = "profile/traces"    # TASK.DOMAIN.csv traces: p95 evidence (and Eq. 4 deadlines)

@@ -206,3 +206,37 @@ fn trickling_and_idle_clients_do_not_starve_qf_status() {
     );
     daemon.stop();
 }
+
+/// The README and the systemd unit state the limits the code enforces.
+#[test]
+fn the_documented_limits_are_the_code_s() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |path: &str| {
+        let text = std::fs::read_to_string(manifest.join(path)).unwrap();
+        // One line of prose, comment markers gone.
+        text.replace("\n# ", " ").replace('\n', " ")
+    };
+    let config_max = usize::try_from(qf_agent::daemon::CONFIG_MAX_BYTES).unwrap();
+    for (path, clients) in [
+        ("../../README.md", format!("{CLIENTS_MAX} at once")),
+        (
+            "systemd/qfabricd.service",
+            format!("{CLIENTS_MAX} connections at once"),
+        ),
+    ] {
+        let text = read(path);
+        for stated in [
+            format!("of at most {REQUEST_MAX} bytes"),
+            format!("at most {} MiB", REPLY_MAX >> 20),
+            format!("{} s per connection", CLIENT_DEADLINE.as_secs()),
+            clients,
+            format!("regular file of at most {} MiB", config_max >> 20),
+        ] {
+            assert!(text.contains(&stated), "{path}: {stated:?} not stated");
+        }
+    }
+    let query = qf_agent::status_socket::QUERY_TIMEOUT.as_secs();
+    assert!(read("../../README.md").contains(&format!(
+        "`qf status` waits {query} s for the whole exchange"
+    )));
+}
