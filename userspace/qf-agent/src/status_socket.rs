@@ -210,8 +210,15 @@ fn accept(
     answer: &dyn Fn(&str) -> String,
 ) {
     for _ in 0..CLIENTS_MAX {
-        let Ok((stream, _)) = listener.accept() else {
-            return;
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            // Out of descriptors (EMFILE) or the like: the listener stays readable, so wait a
+            // little instead of spinning on it.
+            Err(_) => {
+                std::thread::sleep(STOP_CHECK);
+                return;
+            }
         };
         if stream.set_nonblocking(true).is_err() {
             continue;
