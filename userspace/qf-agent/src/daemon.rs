@@ -220,56 +220,14 @@ impl DaemonConfig {
 /// Largest configuration file read, in bytes (1 MiB).
 pub const CONFIG_MAX_BYTES: u64 = 1 << 20;
 
-/// Reads a configuration file: opened without blocking (a FIFO with no writer would block
-/// `open` forever), refused unless it is a regular file, refused by size before it is read,
-/// and read through [`CONFIG_MAX_BYTES`] in case it grows meanwhile.
+/// Reads a configuration file: only a regular file of at most [`CONFIG_MAX_BYTES`], refused by
+/// kind or size before anything is read, opened without blocking
+/// ([`qf_evidence::files::read_regular`]).
 pub fn read_config(path: &Path) -> Result<String> {
-    use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let name = path.display();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOCTTY).bits())
-        .open(path)
-        .with_context(|| format!("reading the configuration {name}"))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("reading the configuration {name}"))?;
-    let kind = meta.file_type();
-    let what = if kind.is_file() {
-        None
-    } else if kind.is_dir() {
-        Some("a directory")
-    } else if kind.is_fifo() {
-        Some("a FIFO")
-    } else if kind.is_char_device() {
-        Some("a character device")
-    } else if kind.is_block_device() {
-        Some("a block device")
-    } else if kind.is_socket() {
-        Some("a socket")
-    } else {
-        Some("not a regular file")
-    };
-    if let Some(what) = what {
-        anyhow::bail!("configuration {name} is {what}; the configuration must be a regular file");
-    }
-    let too_big = |size: &str| {
-        anyhow::anyhow!(
-            "configuration {name} is {size} bytes; a configuration is at most {CONFIG_MAX_BYTES} bytes (1 MiB)"
-        )
-    };
-    if meta.len() > CONFIG_MAX_BYTES {
-        return Err(too_big(&meta.len().to_string()));
-    }
-    let mut text = String::new();
-    file.take(CONFIG_MAX_BYTES + 1)
-        .read_to_string(&mut text)
-        .with_context(|| format!("reading the configuration {name}"))?;
-    if text.len() as u64 > CONFIG_MAX_BYTES {
-        return Err(too_big(&format!("more than {CONFIG_MAX_BYTES}")));
-    }
-    Ok(text)
+    let bytes = qf_evidence::files::read_regular(path, CONFIG_MAX_BYTES)
+        .with_context(|| format!("configuration {name}"))?;
+    String::from_utf8(bytes).with_context(|| format!("configuration {name}"))
 }
 
 /// What `qf status` receives.

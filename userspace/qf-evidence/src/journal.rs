@@ -26,6 +26,7 @@
 //!   rewritten as a plain one); with the anchor, also a deleted tail. No mode protects against
 //!   someone who holds the key and can write the anchor.
 
+use crate::files::read_regular;
 use hmac::{Hmac, Mac};
 use qf_execution::qfabric_dev::monotonic_ns;
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,10 @@ const GENESIS: &str = "000000000000000000000000000000000000000000000000000000000
 pub const KEYED_MAC: &str = "hmac-sha256";
 /// Shortest journal key accepted, in bytes.
 pub const MIN_KEY_LEN: usize = 32;
+/// Longest journal key read, in bytes.
+pub const KEY_MAX: u64 = 4096;
+/// Longest anchor read, in bytes (one line of JSON: a count and a hash).
+const ANCHOR_MAX: u64 = 4096;
 
 /// Why a journal cannot be trusted or written.
 #[derive(Debug, thiserror::Error)]
@@ -381,14 +386,16 @@ pub struct Anchor {
 impl Anchor {
     /// Reads an anchor; `None` if the file does not exist.
     pub fn read(path: &Path) -> Result<Option<Anchor>, JournalError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map(Some)
-                .map_err(|e| JournalError::Corrupt {
-                    path: path.to_owned(),
-                    line: 1,
-                    detail: format!("not a journal anchor: {e}"),
-                }),
+        match read_regular(path, ANCHOR_MAX) {
+            Ok(text) => {
+                serde_json::from_slice(&text)
+                    .map(Some)
+                    .map_err(|e| JournalError::Corrupt {
+                        path: path.to_owned(),
+                        line: 1,
+                        detail: format!("not a journal anchor: {e}"),
+                    })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(JournalError::Io {
                 path: path.to_owned(),
@@ -413,8 +420,8 @@ impl Anchor {
     }
 }
 
-/// Reads a journal key: at least [`MIN_KEY_LEN`] bytes, in a file no one but its owner may read
-/// or write (mode 0600 or 0400).
+/// Reads a journal key: at least [`MIN_KEY_LEN`] and at most [`KEY_MAX`] bytes, in a regular
+/// file no one but its owner may read or write (mode 0600 or 0400).
 pub fn read_key(path: &Path) -> Result<Vec<u8>, JournalError> {
     use std::os::unix::fs::PermissionsExt;
     let key_error = |detail: String| JournalError::Key {
@@ -428,7 +435,7 @@ pub fn read_key(path: &Path) -> Result<Vec<u8>, JournalError> {
             "mode {mode:04o} lets others read or write it; chmod 600 it"
         )));
     }
-    let key = std::fs::read(path).map_err(|e| key_error(e.to_string()))?;
+    let key = read_regular(path, KEY_MAX).map_err(|e| key_error(e.to_string()))?;
     if key.len() < MIN_KEY_LEN {
         return Err(key_error(format!(
             "{} bytes; a key has at least {MIN_KEY_LEN} (e.g. head -c 32 /dev/urandom)",
@@ -991,6 +998,32 @@ mod tests {
             Journal::open_with(&path, "r", keyed()).unwrap().records(),
             3
         );
+    }
+
+    /// A journal key or an anchor that is a FIFO blocked the daemon in open() for good, and a
+    /// key of mode 0600 that is a huge file was read whole; both are refused by kind or size.
+    #[test]
+    fn a_key_or_anchor_that_is_not_a_small_regular_file_is_refused() {
+        use crate::files::tests::within;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("journal.key");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let key = fifo.clone();
+        let error = within(move || read_key(&key)).unwrap_err().to_string();
+        assert!(error.contains("a FIFO, not a regular file"), "{error}");
+        let big = dir.path().join("big.key");
+        std::fs::write(&big, vec![7u8; 4097]).unwrap();
+        std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let error = read_key(&big).unwrap_err().to_string();
+        assert!(
+            error.contains("4097 bytes, over the limit of 4096 bytes"),
+            "{error}"
+        );
+        let error = within(move || Anchor::read(&fifo)).unwrap_err();
+        assert!(error.to_string().contains("journal.key"), "{error}");
+        let error = format!("{error:?}");
+        assert!(error.contains("a FIFO, not a regular file"), "{error}");
     }
 
     #[test]
