@@ -18,9 +18,9 @@ fn bytes(count: u64) -> String {
     }
 }
 
-/// The whole of the regular file `path`, at most `max` bytes. The error says what the file is
-/// (a FIFO, a character device, ...) or its size and the limit; it does not name the path.
-pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+/// The regular file `path`, opened for reading without blocking, and its metadata; anything
+/// else is refused by what it is ("a FIFO, not a regular file"; the error does not name the path).
+pub fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOCTTY).bits())
@@ -48,6 +48,14 @@ pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
             format!("{what}, not a regular file"),
         ));
     }
+    Ok((file, meta))
+}
+
+/// The whole of the regular file `path` ([`open_regular`]), at most `max` bytes. The error says
+/// what the file is (a FIFO, a character device, ...) or its size and the limit; it does not
+/// name the path.
+pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let (file, meta) = open_regular(path)?;
     let too_big = |size: String| {
         Error::new(
             ErrorKind::InvalidData,

@@ -16,6 +16,10 @@
 //! damaged record, a broken chain, a record after a torn one) is reported with its line number
 //! and never silently accepted. An **anchor** (see [`JournalOptions::anchor`]) keeps the chain's
 //! head outside the file, so a shortened, emptied or re-hashed journal no longer verifies.
+//! Reading is bounded: the journal must be a regular file (a FIFO is refused, not waited on), a
+//! record is at most [`RECORD_MAX`] bytes (a longer line followed by others is corrupt), a torn
+//! tail is copied aside through a buffer, and the key and the anchor are read only as small
+//! regular files ([`crate::files`]).
 //!
 //! What each mode detects:
 //! * plain chain: any changed, inserted, deleted or reordered record *followed by intact ones*;
@@ -26,7 +30,7 @@
 //!   rewritten as a plain one); with the anchor, also a deleted tail. No mode protects against
 //!   someone who holds the key and can write the anchor.
 
-use crate::files::read_regular;
+use crate::files::{open_regular, read_regular};
 use hmac::{Hmac, Mac};
 use qf_execution::qfabric_dev::monotonic_ns;
 use serde::{Deserialize, Serialize};
@@ -44,6 +48,9 @@ pub const KEYED_MAC: &str = "hmac-sha256";
 pub const MIN_KEY_LEN: usize = 32;
 /// Longest journal key read, in bytes.
 pub const KEY_MAX: u64 = 4096;
+/// Longest record read, in bytes: a longer line followed by others is corrupt (the daemon's
+/// records are a few KiB at most).
+pub const RECORD_MAX: u64 = 1 << 20;
 /// Longest anchor read, in bytes (one line of JSON: a count and a hash).
 const ANCHOR_MAX: u64 = 4096;
 
@@ -204,48 +211,47 @@ fn scan(
         path: path.to_owned(),
         source,
     };
-    let file = File::open(path).map_err(io)?;
+    let (file, _) = open_regular(path).map_err(io)?;
     let mut reader = BufReader::new(file);
     let mut prev = GENESIS.to_owned();
     let mut records = 0u64;
     let mut line_number = 0usize;
     let mut found = Scan::default();
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        let read = reader.read_line(&mut line);
-        let read = match read {
-            // Bytes that are not UTF-8 on the last line are a torn record too.
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                let mut rest = Vec::new();
-                reader.read_to_end(&mut rest).map_err(io)?;
-                if rest.contains(&b'\n') {
-                    return Err(JournalError::Corrupt {
-                        path: path.to_owned(),
-                        line: line_number + 1,
-                        detail: "not UTF-8".into(),
-                    });
-                }
-                found.torn_line = Some(line_number + 1);
-                break;
-            }
-            other => other.map_err(io)?,
-        };
+        let read = (&mut reader)
+            .take(RECORD_MAX + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(io)?;
         if read == 0 {
             break;
         }
         line_number += 1;
-        if !line.ends_with('\n') {
-            // Only the last line can lack its newline: a torn record.
-            found.torn_line = Some(line_number);
-            break;
-        }
-        let text = line.trim_end_matches('\n');
         let corrupt = |detail: String| JournalError::Corrupt {
             path: path.to_owned(),
             line: line_number,
             detail,
         };
+        if line.last() != Some(&b'\n') {
+            if line.len() as u64 > RECORD_MAX && newline_ahead(&mut reader).map_err(io)? {
+                return Err(corrupt(format!(
+                    "longer than {RECORD_MAX} bytes, the limit of a record"
+                )));
+            }
+            // Only the last line can lack its newline: a torn record.
+            found.torn_line = Some(line_number);
+            break;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            // Bytes that are not UTF-8 on the last line are a torn record too.
+            if newline_ahead(&mut reader).map_err(io)? {
+                return Err(corrupt("not UTF-8".into()));
+            }
+            found.torn_line = Some(line_number);
+            break;
+        };
+        let text = text.trim_end_matches('\n');
         // The hash covers the body exactly as written: the line minus its trailing hash member.
         let (body_text, stored_hash) =
             split_hash(text).ok_or_else(|| corrupt("no trailing \"hash\" member".into()))?;
@@ -315,6 +321,21 @@ fn scan(
         },
         found,
     ))
+}
+
+/// Whether a newline follows in what is left of `reader` (read through, never kept).
+fn newline_ahead(reader: &mut impl BufRead) -> std::io::Result<bool> {
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(false);
+        }
+        if chunk.contains(&b'\n') {
+            return Ok(true);
+        }
+        let len = chunk.len();
+        reader.consume(len);
+    }
 }
 
 /// An exclusive `flock` on a file holding the holder's pid, released when dropped (or when the
@@ -663,9 +684,7 @@ impl Journal {
 /// Saves the bytes after `keep` to `JOURNAL.torn-SECONDS` (fsync'd) and truncates the journal
 /// to `keep`; returns the copy's path and the number of bytes cut.
 fn cut_torn_tail(path: &Path, file: &mut File, keep: u64) -> std::io::Result<(PathBuf, u64)> {
-    let mut torn = Vec::new();
     file.seek(SeekFrom::Start(keep))?;
-    file.read_to_end(&mut torn)?;
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -673,11 +692,12 @@ fn cut_torn_tail(path: &Path, file: &mut File, keep: u64) -> std::io::Result<(Pa
     copy.push(format!(".torn-{seconds}"));
     let copy = PathBuf::from(copy);
     let mut saved = OpenOptions::new().create(true).append(true).open(&copy)?;
-    saved.write_all(&torn)?;
+    // Copied through a buffer: a torn tail can be as long as the disk allowed.
+    let torn = std::io::copy(file, &mut saved)?;
     saved.sync_all()?;
     file.set_len(keep)?;
     file.sync_all()?;
-    Ok((copy, torn.len() as u64))
+    Ok((copy, torn))
 }
 
 /// A run id unique enough for one host: seconds since the epoch, process id, monotonic ns.
@@ -1024,6 +1044,45 @@ mod tests {
         assert!(error.to_string().contains("journal.key"), "{error}");
         let error = format!("{error:?}");
         assert!(error.contains("a FIFO, not a regular file"), "{error}");
+    }
+
+    /// A line was read whole, however long: a record over the limit followed by others is
+    /// corrupt, named with the limit; a torn tail of any length is cut and saved through a
+    /// buffer; a journal that is a FIFO is refused instead of blocking in open().
+    #[test]
+    fn records_are_read_within_the_limit_and_a_fifo_journal_is_refused() {
+        use crate::files::tests::within;
+        let (_dir, path) = journal_with(2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let over = usize::try_from(RECORD_MAX).unwrap() + 1;
+        let long = "x".repeat(over);
+        let lines: Vec<&str> = text.lines().collect();
+        std::fs::write(&path, format!("{}\n{long}\n{}\n", lines[0], lines[1])).unwrap();
+        let err = Journal::open(&path, "run-2").unwrap_err();
+        assert!(
+            matches!(err, JournalError::Corrupt { line: 2, .. })
+                && err.to_string().contains("longer than 1048576 bytes"),
+            "{err}"
+        );
+        let torn = "y".repeat(2 * over);
+        std::fs::write(&path, format!("{text}{torn}")).unwrap();
+        let journal = Journal::open(&path, "run-2").unwrap();
+        assert_eq!(journal.records(), 3, "two records and the recovery record");
+        drop(journal);
+        let now = std::fs::read_to_string(&path).unwrap();
+        let recovery: serde_json::Value =
+            serde_json::from_str(now.lines().nth(2).unwrap()).unwrap();
+        assert_eq!(recovery["entry"]["bytes"], torn.len());
+        let copy = PathBuf::from(recovery["entry"]["saved_to"].as_str().unwrap());
+        assert_eq!(std::fs::read_to_string(copy).unwrap(), torn);
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("decisions.jsonl");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = within(move || Journal::open(&fifo, "run-1").map(|_| ())).unwrap_err();
+        assert!(
+            format!("{err:?}").contains("a FIFO, not a regular file"),
+            "{err:?}"
+        );
     }
 
     #[test]
