@@ -57,10 +57,12 @@ fn qf_status_refuses_a_reply_over_the_limit_without_buffering_it() {
             .unwrap();
         stream_until_refused(&mut stream, 64 << 20, &[b'x'; 64 << 10])
     });
-    let error = format!(
-        "{:#}",
-        query_status_within(&path, Duration::from_secs(60)).unwrap_err()
-    );
+    // `qf status --socket PATH`, as the qf binary runs it.
+    let qf_status = qf_agent::cli::status::StatusArgs {
+        socket: path.clone(),
+        json: false,
+    };
+    let error = format!("{:#}", qf_status.run().unwrap_err());
     let written = server.join().unwrap();
     assert!(
         error.contains(&format!("exceeds {REPLY_MAX} bytes")) && error.contains("streaming.sock"),
