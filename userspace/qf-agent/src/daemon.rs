@@ -6,8 +6,13 @@
 //! independent reference. The chain observation feeds the [`Controller`]; every decision is
 //! journaled (fsync'd) *before* the new placement is installed. A status socket answers
 //! `status` with a JSON snapshot (placements, window miss rates, controller state, last
-//! decisions). SIGTERM or SIGINT finishes the chain observation in flight, journals the shutdown
-//! and exits cleanly.
+//! decisions); every exchange on it is bounded ([`crate::status_socket`]): a request of at most
+//! 64 bytes, a reply of at most 1 MiB, 2 s per connection for the whole exchange, 32 connections
+//! served at once by one `poll` loop (a new one beyond that closes the oldest), and `qf status`
+//! waits 5 s for the whole exchange. SIGTERM or SIGINT finishes the chain observation in flight,
+//! journals the shutdown and exits cleanly; one that arrives before the daemon serves (start-up
+//! can wait on a file, a lock or an endpoint), or a second one while it stops, ends it at once,
+//! by that signal.
 //!
 //! Ordinary life on a board, and what the daemon does about it:
 //! * **Restarts.** Every run starts a newer epoch than any before it (`STATE_DIR/epoch`, see
@@ -29,12 +34,19 @@
 //! * **Tampering.** `STATE_DIR/journal.anchor` holds the chain's head (also in `qf status`), so a
 //!   deleted tail, an emptied file or a re-hashed edit stops the next start; with `journal_key`
 //!   the chain is HMAC-SHA256 under a key only the daemon can read. To start afresh on purpose,
-//!   move the journal *and* its anchor away.
+//!   move the journal *and* its anchor away. A missing anchor (removed, keyed journal or not)
+//!   cannot vouch for anything: the daemon says so on standard error, in the journal
+//!   (`anchor_missing`) and in `qf status` (a WARNING line with the records nothing checked),
+//!   and writes it again.
+//! * **A state or journal directory it cannot write.** The error names the lock file and the
+//!   OS's reason (read-only file system, permission denied); "another qfabricd" only when
+//!   another process holds the lock.
 //!
 //! `userspace/qf-agent/tests/faults.rs` exercises the first three with SIGKILLs during traffic;
 //! `scripts/soak-agent` runs the daemon for 30 minutes under injected MCU faults.
 //!
-//! Configuration (TOML):
+//! Configuration (TOML): a regular file of at most 1 MiB ([`CONFIG_MAX_BYTES`]); a FIFO, a
+//! device or a larger file is refused by what it is, before anything is read.
 //! ```toml
 //! chain = "chain.toml"          # the chain file (see qf_evidence::chain)
 //! profile = "profile/traces"    # TASK.DOMAIN.csv traces: p95 evidence (and Eq. 4 deadlines)
@@ -63,6 +75,7 @@
 //! ```
 
 use crate::residents::{Keeper, ResidentConfig, ResidentHealth};
+use crate::status_socket;
 use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use qf_abi::MAX_FRAME_LEN;
@@ -71,7 +84,9 @@ use qf_decision::controller::{Controller, Decision, Phase};
 use qf_decision::model::DomainId;
 use qf_decision::router::Router;
 use qf_evidence::chain::Chain;
-use qf_evidence::journal::{new_run_id, read_key, Journal, JournalOptions, PidLock};
+use qf_evidence::journal::{
+    anchor_missing_warning, new_run_id, read_key, Journal, JournalError, JournalOptions, PidLock,
+};
 use qf_evidence::replay::{DecisionRecord, ReplayInputs};
 use qf_execution::domain::{executor_path, Domain, LinuxExecutor, McuEndpoint};
 use qf_execution::rt::{set_scheduling, CallerPolicy};
@@ -80,7 +95,6 @@ use qf_execution::workload::{encode_request, outcome_ok, random_request, task_by
 use qf_tasks::Task;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -153,10 +167,10 @@ impl DaemonConfig {
         )
     }
 
-    /// Reads a configuration; relative paths are taken from the file's directory.
+    /// Reads a configuration; relative paths are taken from the file's directory. Only a
+    /// regular file of at most [`CONFIG_MAX_BYTES`] is read (see [`read_config`]).
     pub fn load(path: &Path) -> Result<DaemonConfig> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = read_config(path)?;
         let mut config: DaemonConfig =
             toml::from_str(&text).with_context(|| format!("configuration {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
@@ -203,6 +217,19 @@ impl DaemonConfig {
     }
 }
 
+/// Largest configuration file read, in bytes (1 MiB).
+pub const CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// Reads a configuration file: only a regular file of at most [`CONFIG_MAX_BYTES`], refused by
+/// kind or size before anything is read, opened without blocking
+/// ([`qf_evidence::files::read_regular`]).
+pub fn read_config(path: &Path) -> Result<String> {
+    let name = path.display();
+    let bytes = qf_evidence::files::read_regular(path, CONFIG_MAX_BYTES)
+        .with_context(|| format!("configuration {name}"))?;
+    String::from_utf8(bytes).with_context(|| format!("configuration {name}"))
+}
+
 /// What `qf status` receives.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Status {
@@ -237,6 +264,10 @@ pub struct Status {
     pub journal_head: String,
     #[serde(default)]
     pub journal_anchor: PathBuf,
+    /// Set when the anchor was missing (at start, or removed since) while the journal held this
+    /// many records: those were not checked against it.
+    #[serde(default)]
+    pub journal_anchor_missing: Option<u64>,
     /// Whether the journal is keyed (HMAC-SHA256).
     #[serde(default)]
     pub journal_keyed: bool,
@@ -248,8 +279,13 @@ pub struct Status {
 const RECENT_WINDOWS: usize = 10;
 const RECENT_DECISIONS: usize = 20;
 
+/// Whether a [`Daemon::run`] loop is serving: until then a stop signal ends the process at once
+/// (start-up may wait on a file, a lock or an endpoint), afterwards it asks the loop to stop.
+static SERVING: AtomicBool = AtomicBool::new(false);
+
 /// Blocks SIGTERM and SIGINT in this and every later thread and returns a flag a watcher thread
-/// raises when one arrives. Call before spawning any thread.
+/// raises when one arrives. Call before spawning any thread. A signal that arrives before
+/// [`Daemon::run`] serves, or a second one while it drains, ends the process by that signal.
 pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     let mut signals = SigSet::empty();
     signals.add(Signal::SIGTERM);
@@ -258,79 +294,89 @@ pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     std::thread::spawn(move || {
-        if signals.wait().is_ok() {
-            flag.store(true, Ordering::SeqCst);
+        while let Ok(signal) = signals.wait() {
+            if SERVING.load(Ordering::SeqCst) && !flag.swap(true, Ordering::SeqCst) {
+                continue;
+            }
+            let when = if SERVING.load(Ordering::SeqCst) {
+                "a second time while stopping"
+            } else {
+                "before the daemon was serving"
+            };
+            eprintln!("qfabricd: {signal} {when}: exiting now");
+            die_by(signal);
         }
     });
     Ok(stop)
 }
 
-fn serve_status(listener: UnixListener, status: Arc<Mutex<Status>>, stop: Arc<AtomicBool>) {
-    listener.set_nonblocking(true).ok();
-    while !stop.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                let _ = answer(stream, &status);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20))
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
+/// Ends the process by `signal` (its default action), as if it had not been blocked; with the
+/// signal ignored by whoever started us, by exit status 128 + its number.
+fn die_by(signal: Signal) -> ! {
+    let mut one = SigSet::empty();
+    one.add(signal);
+    let _ = one.thread_unblock();
+    let _ = nix::sys::signal::raise(signal);
+    std::process::exit(128 + signal as i32)
 }
 
-fn answer(stream: UnixStream, status: &Mutex<Status>) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut line = String::new();
-    BufReader::new(&stream).read_line(&mut line)?;
-    let reply = match line.trim() {
+/// The status socket's answer to one request line.
+fn answer(request: &str, status: &Mutex<Status>) -> String {
+    match request {
         "status" => {
             let snapshot = status.lock().map(|s| s.clone()).unwrap_or_default();
-            serde_json::to_string(&snapshot).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+            serde_json::to_string(&snapshot)
+                .unwrap_or_else(|e| status_socket::error_reply(&e.to_string()))
         }
-        other => {
-            serde_json::json!({"error": format!("unknown command `{other}` (expected `status`)")})
-                .to_string()
-        }
-    };
-    let mut writer = &stream;
-    writer.write_all(reply.as_bytes())?;
-    writer.write_all(b"\n")
-}
-
-/// Asks a running daemon for its status.
-pub fn query_status(socket: &Path) -> Result<Status> {
-    query_status_within(socket, Duration::from_secs(5))
-}
-
-/// Asks a running daemon for its status, waiting at most `timeout` for the answer.
-pub fn query_status_within(socket: &Path, timeout: Duration) -> Result<Status> {
-    let mut stream = UnixStream::connect(socket)
-        .with_context(|| format!("connecting to qfabricd at {}", socket.display()))?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream
-        .write_all(b"status\n")
-        .with_context(|| format!("asking qfabricd at {} for its status", socket.display()))?;
-    let mut reply = String::new();
-    match BufReader::new(&stream).read_line(&mut reply) {
-        Ok(_) => {}
-        // A read time-out surfaces as EAGAIN ("Resource temporarily unavailable"): say what it is.
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-            anyhow::bail!(
-                "qfabricd at {} accepted but did not answer within {} ms",
-                socket.display(),
-                timeout.as_millis()
-            )
-        }
-        Err(e) => {
-            return Err(e)
-                .with_context(|| format!("reading the status reply from {}", socket.display()))
-        }
+        other => status_socket::error_reply(&format!(
+            "unknown command `{}` (expected `status`)",
+            other.escape_debug()
+        )),
     }
-    serde_json::from_str(&reply)
-        .with_context(|| format!("status reply from {}: {}", socket.display(), reply.trim()))
+}
+
+/// Asks a running daemon for its status, within [`status_socket::QUERY_TIMEOUT`].
+pub fn query_status(socket: &Path) -> Result<Status> {
+    query_status_within(socket, status_socket::QUERY_TIMEOUT)
+}
+
+/// Asks a running daemon for its status; the whole exchange ends within `timeout`, and a reply
+/// over [`status_socket::REPLY_MAX`] bytes is refused unread.
+pub fn query_status_within(socket: &Path, timeout: Duration) -> Result<Status> {
+    let reply = status_socket::query(socket, "status", timeout)?;
+    let value: serde_json::Value = serde_json::from_str(&reply).with_context(|| {
+        format!(
+            "status reply from {}: {}",
+            socket.display(),
+            cut(reply.trim(), 200)
+        )
+    })?;
+    if let Some(error) = value.get("error").and_then(|e| e.as_str()) {
+        anyhow::bail!(
+            "qfabricd at {} answered: {}",
+            socket.display(),
+            cut(error, 400)
+        );
+    }
+    serde_json::from_value(value).with_context(|| {
+        format!(
+            "status reply from {}: {}",
+            socket.display(),
+            cut(reply.trim(), 200)
+        )
+    })
+}
+
+/// `text`, cut to at most `max` bytes (on a character boundary) with the cut said.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &text[..end], text.len())
 }
 
 /// The running daemon.
@@ -377,8 +423,15 @@ impl Daemon {
         let state_dir = config.state_dir();
         std::fs::create_dir_all(&state_dir)
             .with_context(|| format!("creating the state directory {}", state_dir.display()))?;
-        let state_lock = PidLock::acquire(&state_dir.join("qfabricd.lock"))
-            .context("another qfabricd uses this state directory")?;
+        let state_lock = PidLock::acquire(&state_dir.join("qfabricd.lock")).map_err(|e| {
+            let locked = matches!(e, JournalError::Locked { .. });
+            let context = if locked {
+                "another qfabricd uses this state directory".to_owned()
+            } else {
+                format!("state directory {}", state_dir.display())
+            };
+            anyhow::Error::new(e).context(context)
+        })?;
         let chain = Chain::load(&config.chain)?;
         let endpoint = config.mcu_endpoint()?;
         if endpoint.is_none() && !config.resident.is_empty() {
@@ -447,6 +500,9 @@ impl Daemon {
         };
         let keyed = options.key.is_some();
         let mut journal = Journal::open_with(&config.journal, &run_id, options)?;
+        if let Some(records) = journal.anchor_missing() {
+            eprintln!("qfabricd: {}", anchor_missing_warning(&anchor, records));
+        }
         let mut epochs = EpochFile::open(&state_dir.join("epoch"))?;
         let session = Session::new(epochs.floor());
         epochs.record(session.epoch(0))?;
@@ -488,6 +544,7 @@ impl Daemon {
             wire_epoch: session.epoch(0),
             journal_records: journal.records(),
             journal_head: journal.head().to_owned(),
+            journal_anchor_missing: journal.anchor_missing(),
             journal_anchor: anchor,
             journal_keyed: keyed,
             ..Status::default()
@@ -606,8 +663,7 @@ impl Daemon {
             let health = health.lock().map(|h| h.clone()).unwrap_or_default();
             if let Ok(mut status) = self.status.lock() {
                 status.resident = health;
-                status.journal_records = self.journal.records();
-                status.journal_head = self.journal.head().to_owned();
+                publish_journal(&self.journal, &mut status);
             }
         }
         Ok(())
@@ -653,9 +709,12 @@ impl Daemon {
     /// Runs until `stop` is raised (or `limit` chain observations, if given).
     pub fn run(&mut self, stop: &Arc<AtomicBool>, limit: Option<u64>) -> Result<()> {
         let listener = bind_socket(&self.config.socket)?;
+        SERVING.store(true, Ordering::SeqCst);
         let status_thread = {
             let (status, stop) = (self.status.clone(), stop.clone());
-            std::thread::spawn(move || serve_status(listener, status, stop))
+            std::thread::spawn(move || {
+                status_socket::serve(&listener, &stop, &|request| answer(request, &status))
+            })
         };
         let keeper_thread = self.keeper.take().map(|keeper| {
             let stop = stop.clone();
@@ -730,8 +789,7 @@ impl Daemon {
                     status.current_window_miss_rate = self.controller.current_window().miss_rate();
                     status.recent_window_miss_rates = recent_windows.iter().copied().collect();
                     status.last_decisions = last_decisions.iter().cloned().collect();
-                    status.journal_records = self.journal.records();
-                    status.journal_head = self.journal.head().to_owned();
+                    publish_journal(&self.journal, &mut status);
                 }
                 std::thread::sleep(period.saturating_sub(release.elapsed()));
             }
@@ -746,6 +804,21 @@ impl Daemon {
         let _ = std::fs::remove_file(&self.config.socket);
         self.journal.append(&serde_json::json!({"event": "shutdown", "observations": observations, "error": result.as_ref().err().map(|e| format!("{e:#}"))}))?;
         result
+    }
+}
+
+/// The journal's part of the status: its length, head, and a missing anchor.
+fn publish_journal(journal: &Journal, status: &mut Status) {
+    status.journal_records = journal.records();
+    status.journal_head = journal.head().to_owned();
+    if status.journal_anchor_missing.is_none() {
+        if let Some(records) = journal.anchor_missing() {
+            eprintln!(
+                "qfabricd: {}",
+                anchor_missing_warning(&status.journal_anchor, records)
+            );
+            status.journal_anchor_missing = Some(records);
+        }
     }
 }
 

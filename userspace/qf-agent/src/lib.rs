@@ -3,7 +3,8 @@
 //! * [`cli`]: `qf run|profile|replay|resident|evaluate|report|status` (the `qf` binary of
 //!   `qf-cli` dispatches to these);
 //! * [`daemon`]: `qfabricd`, a declared chain run live under the guarded recovery controller,
-//!   and [`residents`], the MCU-resident chains it keeps installed;
+//!   [`residents`], the MCU-resident chains it keeps installed, and [`status_socket`], the
+//!   bounded exchange behind `qf status`;
 //! * `src/bin/qf-executor.rs`: the persistent Linux executor process the agent spawns.
 //!
 //! Below it: `qf-decision` (the decision path), `qf-execution` (domains, framing, caller policies,
@@ -13,3 +14,4 @@
 pub mod cli;
 pub mod daemon;
 pub mod residents;
+pub mod status_socket;

@@ -252,6 +252,7 @@ fn kill_9_and_restart_the_daemon_the_mcu_and_both_during_traffic() {
         },
     )
     .unwrap();
+    assert_eq!(journal.anchor_missing(), None, "the anchor was there");
     drop(journal);
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&journal_path)
         .unwrap()

@@ -16,6 +16,10 @@
 //! damaged record, a broken chain, a record after a torn one) is reported with its line number
 //! and never silently accepted. An **anchor** (see [`JournalOptions::anchor`]) keeps the chain's
 //! head outside the file, so a shortened, emptied or re-hashed journal no longer verifies.
+//! Reading is bounded: the journal must be a regular file (a FIFO is refused, not waited on), a
+//! record is at most [`RECORD_MAX`] bytes (a longer line followed by others is corrupt), a torn
+//! tail is copied aside through a buffer, and the key and the anchor are read only as small
+//! regular files ([`crate::files`]).
 //!
 //! What each mode detects:
 //! * plain chain: any changed, inserted, deleted or reordered record *followed by intact ones*;
@@ -26,6 +30,7 @@
 //!   rewritten as a plain one); with the anchor, also a deleted tail. No mode protects against
 //!   someone who holds the key and can write the anchor.
 
+use crate::files::{open_regular, read_regular};
 use hmac::{Hmac, Mac};
 use qf_execution::qfabric_dev::monotonic_ns;
 use serde::{Deserialize, Serialize};
@@ -41,6 +46,13 @@ const GENESIS: &str = "000000000000000000000000000000000000000000000000000000000
 pub const KEYED_MAC: &str = "hmac-sha256";
 /// Shortest journal key accepted, in bytes.
 pub const MIN_KEY_LEN: usize = 32;
+/// Longest journal key read, in bytes.
+pub const KEY_MAX: u64 = 4096;
+/// Longest record read, in bytes: a longer line followed by others is corrupt (the daemon's
+/// records are a few KiB at most).
+pub const RECORD_MAX: u64 = 1 << 20;
+/// Longest anchor read, in bytes (one line of JSON: a count and a hash).
+const ANCHOR_MAX: u64 = 4096;
 
 /// Why a journal cannot be trusted or written.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +95,11 @@ pub enum JournalError {
         path: PathBuf,
         anchor: PathBuf,
         detail: String,
+    },
+    #[error("cannot take the lock {path}")]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
     },
     #[error("{path} is locked by another process{holder}; one writer at a time")]
     Locked { path: PathBuf, holder: String },
@@ -194,48 +211,47 @@ fn scan(
         path: path.to_owned(),
         source,
     };
-    let file = File::open(path).map_err(io)?;
+    let (file, _) = open_regular(path).map_err(io)?;
     let mut reader = BufReader::new(file);
     let mut prev = GENESIS.to_owned();
     let mut records = 0u64;
     let mut line_number = 0usize;
     let mut found = Scan::default();
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        let read = reader.read_line(&mut line);
-        let read = match read {
-            // Bytes that are not UTF-8 on the last line are a torn record too.
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                let mut rest = Vec::new();
-                reader.read_to_end(&mut rest).map_err(io)?;
-                if rest.contains(&b'\n') {
-                    return Err(JournalError::Corrupt {
-                        path: path.to_owned(),
-                        line: line_number + 1,
-                        detail: "not UTF-8".into(),
-                    });
-                }
-                found.torn_line = Some(line_number + 1);
-                break;
-            }
-            other => other.map_err(io)?,
-        };
+        let read = (&mut reader)
+            .take(RECORD_MAX + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(io)?;
         if read == 0 {
             break;
         }
         line_number += 1;
-        if !line.ends_with('\n') {
-            // Only the last line can lack its newline: a torn record.
-            found.torn_line = Some(line_number);
-            break;
-        }
-        let text = line.trim_end_matches('\n');
         let corrupt = |detail: String| JournalError::Corrupt {
             path: path.to_owned(),
             line: line_number,
             detail,
         };
+        if line.last() != Some(&b'\n') {
+            if line.len() as u64 > RECORD_MAX && newline_ahead(&mut reader).map_err(io)? {
+                return Err(corrupt(format!(
+                    "longer than {RECORD_MAX} bytes, the limit of a record"
+                )));
+            }
+            // Only the last line can lack its newline: a torn record.
+            found.torn_line = Some(line_number);
+            break;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            // Bytes that are not UTF-8 on the last line are a torn record too.
+            if newline_ahead(&mut reader).map_err(io)? {
+                return Err(corrupt("not UTF-8".into()));
+            }
+            found.torn_line = Some(line_number);
+            break;
+        };
+        let text = text.trim_end_matches('\n');
         // The hash covers the body exactly as written: the line minus its trailing hash member.
         let (body_text, stored_hash) =
             split_hash(text).ok_or_else(|| corrupt("no trailing \"hash\" member".into()))?;
@@ -307,6 +323,21 @@ fn scan(
     ))
 }
 
+/// Whether a newline follows in what is left of `reader` (read through, never kept).
+fn newline_ahead(reader: &mut impl BufRead) -> std::io::Result<bool> {
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(false);
+        }
+        if chunk.contains(&b'\n') {
+            return Ok(true);
+        }
+        let len = chunk.len();
+        reader.consume(len);
+    }
+}
+
 /// An exclusive `flock` on a file holding the holder's pid, released when dropped (or when the
 /// process dies, however it dies).
 #[derive(Debug)]
@@ -319,7 +350,7 @@ impl PidLock {
     /// Takes the lock on `path` (created if missing) without waiting; if another process holds
     /// it, fails at once naming that process's pid.
     pub fn acquire(path: &Path) -> Result<PidLock, JournalError> {
-        let io = |source| JournalError::Io {
+        let io = |source| JournalError::Lock {
             path: path.to_owned(),
             source,
         };
@@ -376,14 +407,16 @@ pub struct Anchor {
 impl Anchor {
     /// Reads an anchor; `None` if the file does not exist.
     pub fn read(path: &Path) -> Result<Option<Anchor>, JournalError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map(Some)
-                .map_err(|e| JournalError::Corrupt {
-                    path: path.to_owned(),
-                    line: 1,
-                    detail: format!("not a journal anchor: {e}"),
-                }),
+        match read_regular(path, ANCHOR_MAX) {
+            Ok(text) => {
+                serde_json::from_slice(&text)
+                    .map(Some)
+                    .map_err(|e| JournalError::Corrupt {
+                        path: path.to_owned(),
+                        line: 1,
+                        detail: format!("not a journal anchor: {e}"),
+                    })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(JournalError::Io {
                 path: path.to_owned(),
@@ -408,8 +441,8 @@ impl Anchor {
     }
 }
 
-/// Reads a journal key: at least [`MIN_KEY_LEN`] bytes, in a file no one but its owner may read
-/// or write (mode 0600 or 0400).
+/// Reads a journal key: at least [`MIN_KEY_LEN`] and at most [`KEY_MAX`] bytes, in a regular
+/// file no one but its owner may read or write (mode 0600 or 0400).
 pub fn read_key(path: &Path) -> Result<Vec<u8>, JournalError> {
     use std::os::unix::fs::PermissionsExt;
     let key_error = |detail: String| JournalError::Key {
@@ -423,7 +456,7 @@ pub fn read_key(path: &Path) -> Result<Vec<u8>, JournalError> {
             "mode {mode:04o} lets others read or write it; chmod 600 it"
         )));
     }
-    let key = std::fs::read(path).map_err(|e| key_error(e.to_string()))?;
+    let key = read_regular(path, KEY_MAX).map_err(|e| key_error(e.to_string()))?;
     if key.len() < MIN_KEY_LEN {
         return Err(key_error(format!(
             "{} bytes; a key has at least {MIN_KEY_LEN} (e.g. head -c 32 /dev/urandom)",
@@ -453,7 +486,18 @@ pub struct Journal {
     /// Bytes of verified records (where the next record starts).
     len: u64,
     options: JournalOptions,
+    /// Records the journal held when its anchor was found missing (see
+    /// [`Journal::anchor_missing`]).
+    anchor_missing: Option<u64>,
     _lock: PidLock,
+}
+
+/// What a missing anchor means, in words: `records` records were not checked against it.
+pub fn anchor_missing_warning(anchor: &Path, records: u64) -> String {
+    format!(
+        "WARNING: the journal's anchor {} was missing while the journal held {records} record(s): those records were not checked against it, so a deleted tail or re-hashed records before it would go unnoticed (the anchor has been written again from the journal as it is)",
+        anchor.display()
+    )
 }
 
 impl Journal {
@@ -522,6 +566,10 @@ impl Journal {
                 )));
             }
         }
+        // An anchored journal with records but no anchor: someone removed it (or the journal
+        // came from elsewhere); what it vouched for cannot be checked any more.
+        let anchor_missing = (options.anchor.is_some() && anchor.is_none() && verified.records > 0)
+            .then_some(verified.records);
         let mut file = OpenOptions::new()
             .create(true)
             .read(true)
@@ -541,8 +589,17 @@ impl Journal {
             last_hash: verified.last_hash,
             len: found.complete_len,
             options,
+            anchor_missing,
             _lock: lock,
         };
+        if let (Some(records), Some(anchor)) = (anchor_missing, &journal.options.anchor) {
+            let anchor = anchor.clone();
+            journal.append(&serde_json::json!({
+                "event": "anchor_missing",
+                "anchor": anchor,
+                "records": records,
+            }))?;
+        }
         if let Some((line, (copy, bytes))) = torn {
             journal.append(&serde_json::json!({
                 "event": "torn_tail_recovered",
@@ -587,6 +644,13 @@ impl Journal {
         self.next_seq += 1;
         self.last_hash = hash.clone();
         if let Some(anchor) = &self.options.anchor {
+            // Written after every append, so only a removal since then makes it missing.
+            if self.anchor_missing.is_none()
+                && self.next_seq > 1
+                && std::fs::symlink_metadata(anchor).is_err()
+            {
+                self.anchor_missing = Some(self.next_seq - 1);
+            }
             Anchor {
                 records: self.next_seq,
                 head: hash.clone(),
@@ -598,6 +662,13 @@ impl Journal {
 
     pub fn records(&self) -> u64 {
         self.next_seq
+    }
+
+    /// With an anchor: `Some(N)` when the anchor was missing, at open or removed since, while
+    /// the journal held `N` records, which therefore were not checked against it (see
+    /// [`anchor_missing_warning`]). The anchor is written again at every append.
+    pub fn anchor_missing(&self) -> Option<u64> {
+        self.anchor_missing
     }
 
     /// The hash of the last record (the chain's head).
@@ -613,9 +684,7 @@ impl Journal {
 /// Saves the bytes after `keep` to `JOURNAL.torn-SECONDS` (fsync'd) and truncates the journal
 /// to `keep`; returns the copy's path and the number of bytes cut.
 fn cut_torn_tail(path: &Path, file: &mut File, keep: u64) -> std::io::Result<(PathBuf, u64)> {
-    let mut torn = Vec::new();
     file.seek(SeekFrom::Start(keep))?;
-    file.read_to_end(&mut torn)?;
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -623,11 +692,12 @@ fn cut_torn_tail(path: &Path, file: &mut File, keep: u64) -> std::io::Result<(Pa
     copy.push(format!(".torn-{seconds}"));
     let copy = PathBuf::from(copy);
     let mut saved = OpenOptions::new().create(true).append(true).open(&copy)?;
-    saved.write_all(&torn)?;
+    // Copied through a buffer: a torn tail can be as long as the disk allowed.
+    let torn = std::io::copy(file, &mut saved)?;
     saved.sync_all()?;
     file.set_len(keep)?;
     file.sync_all()?;
-    Ok((copy, torn.len() as u64))
+    Ok((copy, torn))
 }
 
 /// A run id unique enough for one host: seconds since the epoch, process id, monotonic ns.
@@ -833,6 +903,53 @@ mod tests {
         assert_eq!(journal.records(), 4);
     }
 
+    /// A removed anchor went unnoticed: the journal reopened and the anchor was written anew,
+    /// vouching for whatever the journal held. It is now reported (and journaled) with the
+    /// number of records nothing vouched for, at open and when removed while the journal is open.
+    #[test]
+    fn a_removed_anchor_is_reported_and_journaled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.jsonl");
+        let anchor = dir.path().join("journal.anchor");
+        let mut journal = Journal::open_with(&path, "run-1", anchored(dir.path(), None)).unwrap();
+        assert_eq!(
+            journal.anchor_missing(),
+            None,
+            "a new journal has no anchor yet"
+        );
+        for i in 0..3 {
+            journal.append(&json!({"window": i})).unwrap();
+        }
+        assert_eq!(journal.anchor_missing(), None);
+        drop(journal);
+        std::fs::remove_file(&anchor).unwrap();
+        let mut journal = Journal::open_with(&path, "run-2", anchored(dir.path(), None)).unwrap();
+        assert_eq!(journal.anchor_missing(), Some(3));
+        assert_eq!(journal.records(), 4, "the three and the report");
+        let last = std::fs::read_to_string(&path).unwrap();
+        let last: serde_json::Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
+        assert_eq!(last["entry"]["event"], "anchor_missing");
+        assert_eq!(last["entry"]["records"], 3);
+        assert!(anchor.exists(), "written again");
+        let warning = anchor_missing_warning(&anchor, 3);
+        assert!(
+            warning.contains(&anchor.display().to_string())
+                && warning.contains("3 record(s)")
+                && warning.contains("not checked"),
+            "{warning}"
+        );
+        journal.append(&json!({"window": 3})).unwrap();
+        drop(journal);
+        // With the anchor in place, nothing is reported.
+        let mut journal = Journal::open_with(&path, "run-3", anchored(dir.path(), None)).unwrap();
+        assert_eq!(journal.anchor_missing(), None);
+        // Removed while the journal is open: noticed at the next append.
+        std::fs::remove_file(&anchor).unwrap();
+        journal.append(&json!({"window": 4})).unwrap();
+        assert_eq!(journal.anchor_missing(), Some(5));
+        assert!(anchor.exists(), "written again");
+    }
+
     /// Recomputes every hash of `text` after replacing `from` with `to` (what a tamperer with
     /// the file, and with `key` if given, can do).
     fn rehash(text: &str, from: &str, to: &str, key: Option<&[u8]>) -> String {
@@ -900,6 +1017,71 @@ mod tests {
         assert_eq!(
             Journal::open_with(&path, "r", keyed()).unwrap().records(),
             3
+        );
+    }
+
+    /// A journal key or an anchor that is a FIFO blocked the daemon in open() for good, and a
+    /// key of mode 0600 that is a huge file was read whole; both are refused by kind or size.
+    #[test]
+    fn a_key_or_anchor_that_is_not_a_small_regular_file_is_refused() {
+        use crate::files::tests::within;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("journal.key");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let key = fifo.clone();
+        let error = within(move || read_key(&key)).unwrap_err().to_string();
+        assert!(error.contains("a FIFO, not a regular file"), "{error}");
+        let big = dir.path().join("big.key");
+        std::fs::write(&big, vec![7u8; 4097]).unwrap();
+        std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let error = read_key(&big).unwrap_err().to_string();
+        assert!(
+            error.contains("4097 bytes, over the limit of 4096 bytes"),
+            "{error}"
+        );
+        let error = within(move || Anchor::read(&fifo)).unwrap_err();
+        assert!(error.to_string().contains("journal.key"), "{error}");
+        let error = format!("{error:?}");
+        assert!(error.contains("a FIFO, not a regular file"), "{error}");
+    }
+
+    /// A line was read whole, however long: a record over the limit followed by others is
+    /// corrupt, named with the limit; a torn tail of any length is cut and saved through a
+    /// buffer; a journal that is a FIFO is refused instead of blocking in open().
+    #[test]
+    fn records_are_read_within_the_limit_and_a_fifo_journal_is_refused() {
+        use crate::files::tests::within;
+        let (_dir, path) = journal_with(2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let over = usize::try_from(RECORD_MAX).unwrap() + 1;
+        let long = "x".repeat(over);
+        let lines: Vec<&str> = text.lines().collect();
+        std::fs::write(&path, format!("{}\n{long}\n{}\n", lines[0], lines[1])).unwrap();
+        let err = Journal::open(&path, "run-2").unwrap_err();
+        assert!(
+            matches!(err, JournalError::Corrupt { line: 2, .. })
+                && err.to_string().contains("longer than 1048576 bytes"),
+            "{err}"
+        );
+        let torn = "y".repeat(2 * over);
+        std::fs::write(&path, format!("{text}{torn}")).unwrap();
+        let journal = Journal::open(&path, "run-2").unwrap();
+        assert_eq!(journal.records(), 3, "two records and the recovery record");
+        drop(journal);
+        let now = std::fs::read_to_string(&path).unwrap();
+        let recovery: serde_json::Value =
+            serde_json::from_str(now.lines().nth(2).unwrap()).unwrap();
+        assert_eq!(recovery["entry"]["bytes"], torn.len());
+        let copy = PathBuf::from(recovery["entry"]["saved_to"].as_str().unwrap());
+        assert_eq!(std::fs::read_to_string(copy).unwrap(), torn);
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("decisions.jsonl");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = within(move || Journal::open(&fifo, "run-1").map(|_| ())).unwrap_err();
+        assert!(
+            format!("{err:?}").contains("a FIFO, not a regular file"),
+            "{err:?}"
         );
     }
 

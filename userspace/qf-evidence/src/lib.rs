@@ -2,7 +2,7 @@
 //!
 //! * Evidence: [`stats`] (type-7 percentiles, circular block bootstrap), [`traces`], [`profile`]
 //!   (raw observations per domain × load × caller), [`journal`] (hash-chained, fsync'd decision
-//!   log).
+//!   log), [`files`] (bounded reads of the agent's small input files).
 //! * Experiments: [`chain`] files, [`resident`] (a resident chain's results observed from
 //!   Linux), [`replay`] (ordered trace replay and the Table III policies), [`evaluate`] (grid and
 //!   hysteresis ablation), [`synthetic`] (labelled synthetic traces), [`report`] (tables, plots,
@@ -17,6 +17,7 @@ pub mod boundary;
 pub mod chain;
 pub mod dispatch;
 pub mod evaluate;
+pub mod files;
 pub mod journal;
 pub mod profile;
 pub mod replay;

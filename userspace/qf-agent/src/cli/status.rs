@@ -98,6 +98,13 @@ pub fn print_status(status: &Status, json: bool, out: &mut impl Write) -> Result
         status.journal_head,
         status.journal_anchor.display()
     )?;
+    if let Some(records) = status.journal_anchor_missing {
+        writeln!(
+            out,
+            "{}",
+            qf_evidence::journal::anchor_missing_warning(&status.journal_anchor, records)
+        )?;
+    }
     Ok(out.flush()?)
 }
 
@@ -124,6 +131,24 @@ mod tests {
         })
     }
 
+    /// A journal whose anchor was missing is said so, with the anchor and the records nothing
+    /// vouched for (the status only showed where the anchor is).
+    #[test]
+    fn a_missing_anchor_is_a_warning_in_qf_status() {
+        let status = Status {
+            journal_anchor: "/var/lib/qfabric/journal.anchor".into(),
+            journal_anchor_missing: Some(12),
+            ..Status::default()
+        };
+        let mut text = Vec::new();
+        print_status(&status, false, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("WARNING: the journal's anchor /var/lib/qfabric/journal.anchor was missing while the journal held 12 record(s)"),
+            "{text}"
+        );
+    }
+
     /// `println!` panicked on a closed stdout ("failed printing to stdout"); the printers now
     /// return the BrokenPipe error for qf's main to end on quietly.
     #[test]
@@ -133,9 +158,9 @@ mod tests {
         assert!(broken_pipe(print_status(&status, true, &mut ClosedPipe)));
         let mut text = Vec::new();
         print_status(&status, false, &mut text).unwrap();
-        assert!(String::from_utf8(text)
-            .unwrap()
-            .contains("MCU endpoint down"));
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("MCU endpoint down"));
+        assert!(!text.contains("WARNING"), "{text}");
         let replay = qf_evidence::replay::ReplayResult {
             policy: qf_evidence::replay::Policy::Recovery,
             observations: 0,

@@ -105,6 +105,34 @@ pub fn stop_daemon(mut daemon: std::process::Child) {
     assert!(exit.success(), "{exit:?}");
 }
 
+/// A running daemon, killed if the test fails before stopping it.
+pub struct Live(Option<std::process::Child>);
+
+impl Live {
+    /// `qfabricd --config CONFIG`.
+    pub fn spawn(config: &Path) -> Live {
+        Live(Some(spawn_daemon(config)))
+    }
+
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+
+    /// Stops it with SIGTERM and asserts it exits cleanly.
+    pub fn stop(mut self) {
+        stop_daemon(self.0.take().unwrap());
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(mut daemon) = self.0.take() {
+            let _ = daemon.kill();
+            let _ = daemon.wait();
+        }
+    }
+}
+
 /// Writes the profile traces `DIR/TASK.DOMAIN.csv` of `traces`: 300 correct calls of one
 /// latency (µs) each.
 pub fn write_flat_traces(dir: &Path, traces: &[(&str, f64)]) {
