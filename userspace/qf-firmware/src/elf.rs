@@ -40,13 +40,6 @@ pub struct Segment {
     pub flags: u32,
 }
 
-impl Segment {
-    /// Whether `[da, da + len)` lies in this segment's memory (`p_paddr .. + p_memsz`).
-    pub fn holds(&self, da: u64, len: u64) -> bool {
-        contains(self.paddr, self.memsz, da, len)
-    }
-}
-
 /// Whether `[start, start + len)` holds `[inner, inner + inner_len)`, without overflow.
 pub fn contains(start: u64, len: u64, inner: u64, inner_len: u64) -> bool {
     let (Some(end), Some(inner_end)) = (start.checked_add(len), inner.checked_add(inner_len))

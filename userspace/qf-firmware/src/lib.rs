@@ -28,7 +28,9 @@ pub use defect::{Defect, DefectKind, Rule, Warning};
 /// The rpmsg channel the qfabric MCU executor announces.
 pub const QFABRIC_CHANNEL: &str = "qfabric";
 
-/// What to look for and what to let pass.
+/// What to look for and what to let pass. [`Options::default`] is strict: every rule refuses,
+/// which is what a caller asking "is this table right" wants (the emulator's table test); the
+/// command line's default, and [`Options::linux`], give Linux's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// Channel names to look for in read-only data (a missing one is a warning).
@@ -45,7 +47,17 @@ impl Default for Options {
         Options {
             channels: vec![QFABRIC_CHANNEL.to_string()],
             allow: Vec::new(),
+            strict: true,
+        }
+    }
+}
+
+impl Options {
+    /// Linux's verdict: refused only for [`Rule::Linux`] findings, the rest is advice.
+    pub fn linux() -> Options {
+        Options {
             strict: false,
+            ..Options::default()
         }
     }
 }

@@ -20,10 +20,9 @@ fn layout(is_64: bool) -> Layout {
 }
 
 fn strict() -> Options {
-    Options {
-        strict: true,
-        ..Options::default()
-    }
+    let options = Options::default();
+    assert!(options.strict, "the library's default is strict");
+    options
 }
 
 /// Kinds and file offsets of every finding (what `--strict` refuses for), or an empty list.
@@ -41,7 +40,7 @@ fn defects(bytes: &[u8]) -> Vec<(DefectKind, u64)> {
 /// Whether Linux 6.12 loads and starts the image (the exit status without `--strict`), checked
 /// against the rules of the findings: refused exactly when one of them is Linux's.
 fn accepted(bytes: &[u8]) -> bool {
-    let verdict = check(bytes, &Options::default()).is_ok();
+    let verdict = check(bytes, &Options::linux()).is_ok();
     let refusing = defects(bytes).iter().any(|(kind, _)| kind.rule().refuses());
     assert_eq!(
         verdict, !refusing,
@@ -142,7 +141,7 @@ fn put16(bytes: &mut [u8], at: usize, value: u16) {
 fn valid_images_are_accepted_with_their_table_read_back() {
     for is_64 in [false, true] {
         let built = image(&sample_table(), &layout(is_64)).unwrap();
-        let report = check(&built.bytes, &Options::default())
+        let report = check(&built.bytes, &Options::linux())
             .unwrap_or_else(|rejected| panic!("ELF{}: {rejected:#?}", if is_64 { 64 } else { 32 }));
         assert!(report.warnings.is_empty(), "{:?}", report.warnings);
         let elf = report.elf.as_ref().unwrap();
@@ -527,7 +526,7 @@ fn an_image_without_a_resource_table_section_is_refused() {
             [(NoResourceTable, fields(is_64).e_shoff as u64)]
         );
         // the report still describes the image
-        let rejected = check(&bytes, &Options::default()).unwrap_err();
+        let rejected = check(&bytes, &Options::linux()).unwrap_err();
         let elf = rejected.report.elf.as_ref().expect("the ELF was read");
         assert_eq!((elf.segments.len(), elf.table.is_none()), (2, true));
         assert_eq!(rejected.report.channels.len(), 1);
@@ -563,7 +562,7 @@ fn a_carveout_inside_a_devmem_entry_is_declared_device_memory() {
     put(&mut table, CARVEOUT_ANY + 4 + Region::PA, 0x4000_0000);
     put(&mut table, CARVEOUT_ANY + 4 + Region::LEN, 0x1_0000);
     let bytes = image(&table, &Layout::default()).unwrap().bytes;
-    let report = check(&bytes, &Options::default()).expect("accepted");
+    let report = check(&bytes, &Options::linux()).expect("accepted");
     // ... with the warning that Linux wants an IOMMU for devmem
     assert_eq!(report.warnings.len(), 1);
     assert!(report.warnings[0].text.contains("IOMMU"));
@@ -581,7 +580,7 @@ fn a_vendor_entry_is_a_warning_not_a_defect() {
     let mut table = sample_table();
     put(&mut table, TRACE, 200);
     let built = image(&table, &Layout::default()).unwrap();
-    let report = check(&built.bytes, &Options::default()).expect("accepted");
+    let report = check(&built.bytes, &Options::linux()).expect("accepted");
     assert_eq!(report.warnings.len(), 1);
     assert_eq!(report.warnings[0].at, built.table_at + TRACE as u64);
     assert!(report.warnings[0].text.contains("vendor type 200"));
@@ -594,13 +593,13 @@ fn a_missing_channel_name_is_a_warning_and_other_names_can_be_looked_for() {
         ..Layout::default()
     };
     let built = image(&sample_table(), &layout).unwrap();
-    let report = check(&built.bytes, &Options::default()).expect("accepted");
+    let report = check(&built.bytes, &Options::linux()).expect("accepted");
     assert!(report.channels.is_empty());
     assert_eq!(report.warnings.len(), 1);
     assert!(report.warnings[0].text.contains("\"qfabric\" not found"));
     let options = Options {
         channels: vec!["rpmsg-tty".to_string()],
-        ..Options::default()
+        ..Options::linux()
     };
     let report = check(&built.bytes, &options).expect("accepted");
     assert_eq!(report.channels.len(), 1);
@@ -614,7 +613,7 @@ fn advice_does_not_refuse_unless_strict_and_allow_keeps_it_advice_under_strict()
     let mut table = sample_table();
     put(&mut table, CARVEOUT_FIXED + 4, 0x3000_0000);
     let built = image(&table, &Layout::default()).unwrap();
-    let report = check(&built.bytes, &Options::default()).expect("Linux loads it");
+    let report = check(&built.bytes, &Options::linux()).expect("Linux loads it");
     let advice: Vec<_> = report.advice.iter().map(|d| (d.kind, d.at)).collect();
     assert_eq!(
         advice,
@@ -640,7 +639,7 @@ fn advice_does_not_refuse_unless_strict_and_allow_keeps_it_advice_under_strict()
     let bytes = image(&table, &Layout::default()).unwrap().bytes;
     let options = Options {
         allow: vec![CarveoutOutsideImage, BadVersion],
-        ..Options::default()
+        ..Options::linux()
     };
     let rejected = check(&bytes, &options).expect_err("the version refuses it");
     assert_eq!(rejected.defects.len(), 1);
@@ -695,7 +694,7 @@ fn a_load_segment_of_memsz_0_is_skipped_as_linux_skips_it() {
             put(&mut bytes, at + f.p_memsz + 4, 0);
         }
         assert!(accepted(&bytes), "{:?}", defects(&bytes));
-        let report = check(&bytes, &Options::default()).unwrap();
+        let report = check(&bytes, &Options::linux()).unwrap();
         assert_eq!(report.elf.as_ref().unwrap().segments.len(), 1);
         // ... which is not p_memsz 1 with p_filesz 16
         put(&mut bytes, at + f.p_memsz, 1);
@@ -763,7 +762,7 @@ fn a_carveout_name_is_a_format_string_to_linux() {
         [(CarveoutNameDereference, built.table_at + field + 6)]
     );
     assert!(!accepted(&built.bytes));
-    let text = report::render("fw.elf", &check(&built.bytes, &Options::default()));
+    let text = report::render("fw.elf", &check(&built.bytes, &Options::linux()));
     assert!(text.contains("carveout-name-dereference [linux]"), "{text}");
     assert!(text.contains("the conversion \"%s\""), "{text}");
     // %d prints an unspecified number: loaded, advice
@@ -812,7 +811,7 @@ fn the_report_names_each_finding_with_its_rule_source_and_offset() {
     put(&mut table, VRING0 + 8, 6);
     put(&mut table, VDEV_BODY + 8, 0);
     let built = image(&table, &Layout::default()).unwrap();
-    let text = report::render("fw.elf", &check(&built.bytes, &Options::default()));
+    let text = report::render("fw.elf", &check(&built.bytes, &Options::linux()));
     let at = built.table_at + VRING0 as u64 + 8;
     assert!(
         text.contains(&format!(
@@ -903,7 +902,7 @@ fn a_second_resource_table_section_is_a_warning_and_linux_reads_the_first() {
         ..Layout::default()
     };
     let mut built = image(&sample_table(), &layout).unwrap();
-    let report = check(&built.bytes, &Options::default()).expect("accepted");
+    let report = check(&built.bytes, &Options::linux()).expect("accepted");
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     assert_eq!(report.elf.unwrap().table.unwrap().offset, built.table_at);
     // .rodata (section 2, before the table's section 3) renamed .resource_table
@@ -913,7 +912,7 @@ fn a_second_resource_table_section_is_a_warning_and_linux_reads_the_first() {
     );
     let rodata_header = shdr(&built.bytes, &ELF32, 2);
     put(&mut built.bytes, rodata_header, table_name as u32);
-    let report = check(&built.bytes, &Options::default()).expect("the first is valid");
+    let report = check(&built.bytes, &Options::linux()).expect("the first is valid");
     assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
     assert!(report.warnings[0]
         .text
