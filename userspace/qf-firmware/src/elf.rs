@@ -321,7 +321,14 @@ fn malformed<Elf: FileHeader<Endian = LittleEndian>>(
     }
     let shnum = header.e_shnum(endian);
     let shstrndx = header.e_shstrndx(endian);
-    if shnum == 0 || shstrndx == object::elf::SHN_XINDEX || header.e_phnum(endian) == 0xffff {
+    // e_shnum 0 is extended numbering when section 0 holds the count in sh_size
+    let counted_in_section_0 = shnum == 0
+        && structure::<Elf::SectionHeader>(image, header.e_shoff(endian).into(), fields.shdr_read)
+            .is_some_and(|section| section.sh_size(endian).into() != 0);
+    if counted_in_section_0
+        || shstrndx == object::elf::SHN_XINDEX
+        || header.e_phnum(endian) == object::elf::PN_XNUM
+    {
         defects.push(Defect::new(
             DefectKind::MalformedElf,
             fields.e_shnum,

@@ -496,6 +496,12 @@ fn each_broken_image_is_refused_with_its_defect_at_its_offset_in_elf32_and_elf64
             let (kind, at) = change(&mut bytes, f);
             let found = defects(&bytes);
             // extended numbering is also qfabric's advice (malformed-elf at e_shnum)
+            let extended = (MalformedElf, f.e_shnum as u64);
+            assert_eq!(
+                found.contains(&extended),
+                name.contains("extended numbering"),
+                "{name}: {found:?}"
+            );
             let found: Vec<_> = found
                 .into_iter()
                 .filter(|&(k, at)| {
