@@ -66,8 +66,8 @@ pub fn render(name: &str, result: &Result<Report, Rejected>) -> String {
                 .count();
             writeln!(
                 out,
-                "verdict: refused, {} defect(s): {linux} Linux refuses the image for, {} of the \
-                 advice (--strict)",
+                "verdict: refused, {} defect(s): {linux} [linux] (Linux 6.12 does not load and \
+                 start it), {} advice (--strict)",
                 rejected.defects.len(),
                 rejected.defects.len() - linux
             )

@@ -833,7 +833,7 @@ fn the_report_names_each_finding_with_its_rule_source_and_offset() {
     assert!(text.contains("verdict: accepted"), "{text}");
     let text = report::render("fw.elf", &check(&built.bytes, &strict()));
     assert!(
-        text.contains("verdict: refused, 3 defect(s): 0 Linux refuses the image for, 3 of the advice (--strict)"),
+        text.contains("verdict: refused, 3 defect(s): 0 [linux] (Linux 6.12 does not load and start it), 3 advice (--strict)"),
         "{text}"
     );
 }
