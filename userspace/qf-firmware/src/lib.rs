@@ -2,8 +2,10 @@
 //! them the way Linux's remoteproc core will when the image is copied to `/lib/firmware` and
 //! started (`rproc_elf_sanity_check`, `find_table`, `rproc_handle_resources` and its handlers,
 //! `rproc_elf_load_segments`), then applies qfabric's own rules (an rpmsg vdev with the name
-//! service, power-of-two vrings, addresses inside the image). Every defect is named, placed at a
-//! file offset and marked with whose rule it is ([`Rule`]); no input makes the check panic.
+//! service, power-of-two vrings, addresses inside the image). Every finding is named, placed at
+//! a file offset and marked with whose rule it is ([`Rule`]). The verdict is Linux's: an image is
+//! refused exactly for [`Rule::Linux`] findings; the others are advice, refusing only with
+//! [`Options::strict`]. No input makes the check panic.
 //!
 //! - [`elf`]: the ELF header, segments and the table's section (read with the `object` crate).
 //! - [`table`]: the table header and entries (layout from `qf-resource-table`).
@@ -26,14 +28,18 @@ pub use defect::{Defect, DefectKind, Rule, Warning};
 /// The rpmsg channel the qfabric MCU executor announces.
 pub const QFABRIC_CHANNEL: &str = "qfabric";
 
-/// What to look for and what to let pass.
+/// What to look for and what to let pass. [`Options::default`] is strict: every rule refuses,
+/// which is what a caller asking "is this table right" wants (the emulator's table test); the
+/// command line's default, and [`Options::linux`], give Linux's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// Channel names to look for in read-only data (a missing one is a warning).
     pub channels: Vec<String>,
-    /// qfabric rules to report as warnings instead of defects (Linux's rules cannot be
-    /// allowed).
+    /// Advice that stays advice under `strict` (rules Linux refuses for cannot be allowed).
     pub allow: Vec<DefectKind>,
+    /// Refuse for advice too ([`Rule::LinuxRuntime`] and [`Rule::Qfabric`] findings), except
+    /// the kinds in `allow`.
+    pub strict: bool,
 }
 
 impl Default for Options {
@@ -41,6 +47,17 @@ impl Default for Options {
         Options {
             channels: vec![QFABRIC_CHANNEL.to_string()],
             allow: Vec::new(),
+            strict: true,
+        }
+    }
+}
+
+impl Options {
+    /// Linux's verdict: refused only for [`Rule::Linux`] findings, the rest is advice.
+    pub fn linux() -> Options {
+        Options {
+            strict: false,
+            ..Options::default()
         }
     }
 }
@@ -53,6 +70,9 @@ pub struct Report {
     /// `None` when no table could be read.
     pub table: Option<table::TableInfo>,
     pub channels: Vec<channel::ChannelHit>,
+    /// Findings that do not refuse the image: [`Rule::LinuxRuntime`] and [`Rule::Qfabric`]
+    /// ones without `strict`, and the allowed ones with it.
+    pub advice: Vec<Defect>,
     pub warnings: Vec<Warning>,
 }
 
@@ -82,6 +102,7 @@ pub fn check(image: &[u8], options: &Options) -> Result<Report, Rejected> {
         elf: None,
         table: None,
         channels: Vec::new(),
+        advice: Vec::new(),
         warnings: Vec::new(),
     };
     if let Some(info) = elf::read(image, &mut defects) {
@@ -97,7 +118,8 @@ pub fn check(image: &[u8], options: &Options) -> Result<Report, Rejected> {
                     ),
                 });
             }
-            // elf::read checked that the section lies in the file.
+            // elf::read checked that the section lies in the file. Linux reads these bytes
+            // whatever the section's sh_type.
             let bytes = usize::try_from(section.offset)
                 .ok()
                 .zip(usize::try_from(section.size).ok())
@@ -138,6 +160,7 @@ pub fn check_table(table: &[u8], options: &Options) -> Result<Report, Rejected> 
         elf: None,
         table,
         channels: Vec::new(),
+        advice: Vec::new(),
         warnings,
     };
     verdict(defects, report, options)
@@ -148,15 +171,10 @@ fn verdict(
     mut report: Report,
     options: &Options,
 ) -> Result<Report, Rejected> {
-    let (allowed, defects): (Vec<Defect>, Vec<Defect>) = defects.into_iter().partition(|defect| {
-        defect.kind.rule() == Rule::Qfabric && options.allow.contains(&defect.kind)
+    let (defects, advice): (Vec<Defect>, Vec<Defect>) = defects.into_iter().partition(|defect| {
+        defect.kind.rule().refuses() || (options.strict && !options.allow.contains(&defect.kind))
     });
-    report
-        .warnings
-        .extend(allowed.into_iter().map(|defect| Warning {
-            at: defect.at,
-            text: format!("allowed {}: {}", defect.kind, defect.detail),
-        }));
+    report.advice = advice;
     if defects.is_empty() {
         Ok(report)
     } else {

@@ -30,10 +30,21 @@ pub fn render(name: &str, result: &Result<Report, Rejected>) -> String {
             let _ = writeln!(out, "  {warning}");
         }
     }
+    if !report.advice.is_empty() {
+        let _ = writeln!(
+            out,
+            "advice (Linux loads and starts the image; [linux-runtime]: a later step fails; \
+             [qfabric]: qfabric's advice; refused only with --strict):"
+        );
+        for advice in &report.advice {
+            let _ = writeln!(out, "  {advice}");
+        }
+    }
     if !defects.is_empty() {
         let _ = writeln!(
             out,
-            "defects ([linux]: Linux refuses or breaks; [qfabric]: qfabric's advice):"
+            "defects ([linux]: Linux 6.12 does not load and start the image; others: advice \
+             refused under --strict):"
         );
         for defect in defects {
             let _ = writeln!(out, "  {defect}");
@@ -42,18 +53,21 @@ pub fn render(name: &str, result: &Result<Report, Rejected>) -> String {
     let _ = match result {
         Ok(_) => writeln!(
             out,
-            "verdict: accepted by Linux's remoteproc rules and qfabric's ({} warning(s))",
+            "verdict: accepted: Linux 6.12's remoteproc core loads and starts it ({} advice, {} \
+             warning(s))",
+            report.advice.len(),
             report.warnings.len()
         ),
         Err(rejected) => {
             let linux = rejected
                 .defects
                 .iter()
-                .filter(|defect| defect.kind.rule() == crate::Rule::Linux)
+                .filter(|defect| defect.kind.rule().refuses())
                 .count();
             writeln!(
                 out,
-                "verdict: refused, {} defect(s): {linux} of Linux's rules, {} of qfabric's",
+                "verdict: refused, {} defect(s): {linux} [linux] (Linux 6.12 does not load and \
+                 start it), {} advice (--strict)",
                 rejected.defects.len(),
                 rejected.defects.len() - linux
             )

@@ -8,8 +8,65 @@ use qf_resource_table::{
     VIRTIO_ID_RPMSG, VIRTIO_RPMSG_F_NS,
 };
 
+use std::cell::Cell;
+use std::collections::HashMap;
+
 use crate::defect::{Defect, DefectKind, Warning};
-use crate::elf::{contains, Segment};
+use crate::elf::Segment;
+
+thread_local! {
+    static WORK: Cell<u64> = const { Cell::new(0) };
+}
+
+/// One step of the table rules' work (an entry visited, a comparison made), counted per thread
+/// so that a test can assert how the work grows with the table, not how long it takes.
+fn tick() {
+    WORK.with(|work| work.set(work.get() + 1));
+}
+
+/// The steps the table rules have taken on this thread (see [`tick`]).
+pub fn work() -> u64 {
+    WORK.with(Cell::get)
+}
+
+/// Intervals `[start, start + len)` indexed to answer "does one of them hold this range" in
+/// O(log n): sorted by start, with the farthest end reached so far.
+struct Cover {
+    starts: Vec<u64>,
+    reach: Vec<u128>,
+}
+
+impl Cover {
+    fn new(intervals: impl IntoIterator<Item = (u64, u64)>) -> Cover {
+        let mut intervals: Vec<(u64, u128)> = intervals
+            .into_iter()
+            .map(|(start, len)| (start, u128::from(start) + u128::from(len)))
+            .collect();
+        intervals.sort_unstable_by_key(|&(start, _)| {
+            tick();
+            start
+        });
+        let mut reach = Vec::with_capacity(intervals.len());
+        let mut farthest = 0;
+        for &(_, end) in &intervals {
+            farthest = farthest.max(end);
+            reach.push(farthest);
+        }
+        Cover {
+            starts: intervals.into_iter().map(|(start, _)| start).collect(),
+            reach,
+        }
+    }
+
+    /// Whether one interval holds `[start, start + len)`.
+    fn holds(&self, start: u64, len: u64) -> bool {
+        let before = self.starts.partition_point(|&first| {
+            tick();
+            first <= start
+        });
+        before > 0 && self.reach[before - 1] >= u128::from(start) + u128::from(len)
+    }
+}
 
 /// What one entry holds, as far as it could be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +201,7 @@ pub fn check(
             resource,
         });
     }
-    carveout_names(&entries, defects);
+    carveout_names(&entries, table, base, defects);
     overlaps(&mut extents, base, defects);
     rpmsg(&entries, base, defects);
     if let Some(segments) = memory {
@@ -348,40 +405,214 @@ fn vdev(index: usize, body: &[u8], at: u64, defects: &mut Vec<Defect>) -> (Resou
     (resource, need)
 }
 
-/// `rproc_handle_carveout` registers each carve-out under its name (`vsnprintf` into 32 bytes,
-/// so the first 31 count) and refuses a second one of the same name.
-fn carveout_names(entries: &[Entry], defects: &mut Vec<Defect>) {
-    let key = |region: &Region| {
-        let name = qf_resource_table::name_bytes(&region.name);
-        name[..name.len().min(NAME_LEN - 1)].to_vec()
-    };
-    let mut seen: Vec<(Vec<u8>, usize)> = Vec::new();
+/// `rproc_handle_carveout` passes each carve-out's name to `vsnprintf` as the format string
+/// (with no arguments) and registers the carve-out under what it prints, 31 bytes at most; a
+/// second carve-out of a registered name is refused. `table` is the table's bytes: a name field
+/// without a NUL goes on into the bytes after it, as Linux's string does.
+fn carveout_names(entries: &[Entry], table: &[u8], base: u64, defects: &mut Vec<Defect>) {
+    let mut seen: HashMap<Vec<u8>, usize> = HashMap::new();
     for entry in entries {
+        tick();
         let Resource::Carveout(region) = &entry.resource else {
             continue;
         };
-        let name = key(region);
-        if let Some((_, first)) = seen.iter().find(|(known, _)| *known == name) {
+        let name_at = entry.at + (ENTRY_HEADER_LEN + Region::NAME) as u64;
+        let format = usize::try_from(name_at - base)
+            .ok()
+            .and_then(|start| table.get(start..))
+            .unwrap_or(&region.name[..]);
+        let format = &format[..format.iter().position(|&b| b == 0).unwrap_or(format.len())];
+        let shown = String::from_utf8_lossy(&format[..format.len().min(NAME_LEN)]).into_owned();
+        let printed = linux_name(format);
+        if let Some((position, conversion)) = printed.conversion {
+            let at = name_at + position as u64;
+            let spec = String::from_utf8_lossy(conversion.spec()).into_owned();
+            let (kind, what) = match conversion {
+                Conversion::Dereference(_) => (
+                    DefectKind::CarveoutNameDereference,
+                    "dereferences an argument that is not there",
+                ),
+                Conversion::Value(_) => (
+                    DefectKind::CarveoutNameFormat,
+                    "prints an argument that is not there",
+                ),
+                Conversion::Stop(_) => (
+                    DefectKind::CarveoutNameFormat,
+                    "is not supported: WARN_ONCE, and the name ends there",
+                ),
+            };
             defects.push(Defect::new(
-                DefectKind::DuplicateCarveoutName,
-                entry.at + (ENTRY_HEADER_LEN + Region::NAME) as u64,
+                kind,
+                at,
                 format!(
-                    "entry {} (carveout \"{}\") has the name of entry {first}",
-                    entry.index,
-                    String::from_utf8_lossy(&name)
+                    "entry {} (carveout \"{shown}\"): the conversion \"{spec}\" {what}",
+                    entry.index
                 ),
             ));
-        } else {
-            seen.push((name, entry.index));
         }
+        let Some(name) = printed.name else {
+            continue;
+        };
+        match seen.entry(name) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                defects.push(Defect::new(
+                    DefectKind::DuplicateCarveoutName,
+                    name_at,
+                    format!(
+                        "entry {} (carveout \"{shown}\") has the name of entry {}",
+                        entry.index,
+                        first.get()
+                    ),
+                ));
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(entry.index);
+            }
+        }
+    }
+}
+
+/// A conversion in a carve-out's name, as Linux 6.12's `format_decode` reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conversion {
+    /// `%s` or `%p` followed by an extension letter: reads through a pointer argument.
+    Dereference(Vec<u8>),
+    /// A number (`%d`, `%x`, `%c`, a `*` width or precision) or a plain `%p`: prints an
+    /// argument's value.
+    Value(Vec<u8>),
+    /// `%n` or an unknown conversion: `WARN_ONCE` and the output ends.
+    Stop(Vec<u8>),
+}
+
+impl Conversion {
+    /// The conversion's text, from its `%`.
+    pub fn spec(&self) -> &[u8] {
+        match self {
+            Conversion::Dereference(spec) | Conversion::Value(spec) | Conversion::Stop(spec) => {
+                spec
+            }
+        }
+    }
+}
+
+/// What `vsnprintf(name, 32, format)` with no arguments prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinuxName {
+    /// The name (31 bytes at most), when no argument is read.
+    pub name: Option<Vec<u8>>,
+    /// The worst conversion and its position in the format: a dereference before a value.
+    pub conversion: Option<(usize, Conversion)>,
+}
+
+/// Reads `format` as `format_decode` (lib/vsprintf.c:2510-2667) does and prints it as
+/// `vsnprintf` (lib/vsprintf.c:2733-2830) would with no arguments.
+pub fn linux_name(format: &[u8]) -> LinuxName {
+    let mut name = Vec::new();
+    let mut conversion: Option<(usize, Conversion)> = None;
+    let mut predictable = true;
+    let mut i = 0;
+    while i < format.len() {
+        if format[i] != b'%' {
+            name.push(format[i]);
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        let at = |i: usize| format.get(i).copied().unwrap_or(0);
+        while matches!(at(i), b'-' | b'+' | b' ' | b'#' | b'0') {
+            i += 1;
+        }
+        // a field width, then a precision after '.': digits, or '*' for an argument
+        let mut takes_argument = false;
+        let mut number = |i: &mut usize| {
+            if at(*i) == b'*' {
+                takes_argument = true;
+                *i += 1;
+                return;
+            }
+            while at(*i).is_ascii_digit() {
+                *i += 1;
+            }
+        };
+        number(&mut i);
+        if at(i) == b'.' {
+            i += 1;
+            number(&mut i);
+        }
+        if matches!(at(i), b'h' | b'l' | b'L' | b'z' | b't') {
+            let qualifier = at(i);
+            i += 1;
+            if (qualifier == b'l' || qualifier == b'h') && at(i) == qualifier {
+                i += 1;
+            }
+        }
+        let found = match at(i) {
+            b'%' if !takes_argument => {
+                name.push(b'%');
+                i += 1;
+                None
+            }
+            b'%' | b'c' | b'o' | b'x' | b'X' | b'd' | b'i' | b'u' => {
+                i += 1;
+                Some(Conversion::Value(format[start..i].to_vec()))
+            }
+            b's' => {
+                i += 1;
+                Some(Conversion::Dereference(format[start..i].to_vec()))
+            }
+            b'p' => {
+                i += 1;
+                if at(i).is_ascii_alphanumeric() {
+                    while at(i).is_ascii_alphanumeric() {
+                        i += 1;
+                    }
+                    Some(Conversion::Dereference(format[start..i].to_vec()))
+                } else {
+                    Some(Conversion::Value(format[start..i].to_vec()))
+                }
+            }
+            _ => {
+                let end = (i + 1).min(format.len());
+                Some(Conversion::Stop(format[start..end].to_vec()))
+            }
+        };
+        let Some(found) = found else {
+            continue;
+        };
+        let stop = matches!(found, Conversion::Stop(_));
+        if !stop {
+            predictable = false;
+        }
+        let worse = match (&conversion, &found) {
+            (None, _) => true,
+            (Some((_, Conversion::Dereference(_))), _) => false,
+            (Some(_), Conversion::Dereference(_)) => true,
+            _ => false,
+        };
+        if worse {
+            conversion = Some((start, found));
+        }
+        if stop {
+            break;
+        }
+    }
+    name.truncate(NAME_LEN - 1);
+    LinuxName {
+        name: predictable.then_some(name),
+        conversion,
     }
 }
 
 /// qfabric: no byte of the table belongs to two parts.
 fn overlaps(extents: &mut [Extent], base: u64, defects: &mut Vec<Defect>) {
-    extents.sort_by_key(|extent| extent.start);
+    extents.sort_by_key(|extent| {
+        tick();
+        extent.start
+    });
     let mut reach: Option<&Extent> = None;
     for extent in extents.iter() {
+        tick();
         match reach {
             Some(before) if extent.start < before.end => {
                 defects.push(Defect::new(
@@ -473,60 +704,187 @@ fn rpmsg(entries: &[Entry], base: u64, defects: &mut Vec<Defect>) {
     }
 }
 
-/// qfabric: fixed addresses name memory of the image (or declared device memory).
+/// qfabric: fixed addresses name memory of the image (or declared device memory; for a trace
+/// buffer also a carve-out with a fixed address, which `rproc_da_to_va` searches).
 fn addresses(entries: &[Entry], segments: &[Segment], defects: &mut Vec<Defect>) {
-    let in_image = |da: u32, len: u32| {
+    let image = Cover::new(
         segments
             .iter()
-            .any(|segment| segment.holds(u64::from(da), u64::from(len)))
+            .map(|segment| (segment.paddr, segment.memsz)),
+    );
+    let regions = |wanted: fn(&Resource) -> Option<&Region>| {
+        Cover::new(entries.iter().filter_map(|entry| {
+            let region = wanted(&entry.resource)?;
+            (region.da != FW_RSC_ADDR_ANY).then_some((u64::from(region.da), u64::from(region.len)))
+        }))
     };
-    let devmem: Vec<&Region> = entries
-        .iter()
-        .filter_map(|entry| match &entry.resource {
-            Resource::Devmem(region) => Some(region),
-            _ => None,
-        })
-        .collect();
+    let devmem = regions(|resource| match resource {
+        Resource::Devmem(region) => Some(region),
+        _ => None,
+    });
+    let carveouts = regions(|resource| match resource {
+        Resource::Carveout(region) => Some(region),
+        _ => None,
+    });
     for entry in entries {
-        let da_field = entry.at + ENTRY_HEADER_LEN as u64;
-        match &entry.resource {
-            Resource::Carveout(region) if region.da != FW_RSC_ADDR_ANY => {
-                let declared = devmem.iter().any(|device| {
-                    contains(
-                        u64::from(device.da),
-                        u64::from(device.len),
-                        u64::from(region.da),
-                        u64::from(region.len),
-                    )
-                });
-                if !in_image(region.da, region.len) && !declared {
-                    defects.push(Defect::new(
-                        DefectKind::CarveoutOutsideImage,
-                        da_field,
-                        format!(
-                            "entry {} (carveout \"{}\") da {:#x}, len {:#x}",
-                            entry.index,
-                            String::from_utf8_lossy(qf_resource_table::name_bytes(&region.name)),
-                            region.da,
-                            region.len
-                        ),
-                    ));
-                }
-            }
-            Resource::Trace(trace) if !in_image(trace.da, trace.len) => {
-                defects.push(Defect::new(
-                    DefectKind::TraceOutsideImage,
-                    da_field,
-                    format!(
-                        "entry {} (trace \"{}\") da {:#x}, len {:#x}",
-                        entry.index,
-                        String::from_utf8_lossy(qf_resource_table::name_bytes(&trace.name)),
-                        trace.da,
-                        trace.len
-                    ),
-                ));
-            }
-            _ => {}
+        tick();
+        let (kind, what, name, da, len, elsewhere) = match &entry.resource {
+            Resource::Carveout(region) if region.da != FW_RSC_ADDR_ANY => (
+                DefectKind::CarveoutOutsideImage,
+                "carveout",
+                &region.name,
+                region.da,
+                region.len,
+                &devmem,
+            ),
+            Resource::Trace(trace) => (
+                DefectKind::TraceOutsideImage,
+                "trace",
+                &trace.name,
+                trace.da,
+                trace.len,
+                &carveouts,
+            ),
+            _ => continue,
+        };
+        let (start, size) = (u64::from(da), u64::from(len));
+        if !image.holds(start, size) && !elsewhere.holds(start, size) {
+            defects.push(Defect::new(
+                kind,
+                entry.at + ENTRY_HEADER_LEN as u64,
+                format!(
+                    "entry {} ({what} \"{}\") da {da:#x}, len {len:#x}",
+                    entry.index,
+                    String::from_utf8_lossy(qf_resource_table::name_bytes(name)),
+                ),
+            ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qf_resource_table::Header;
+
+    /// A table of `n` carve-outs (fixed addresses, distinct names) and `n` devmem entries.
+    fn big_table(n: u32) -> Vec<u8> {
+        let count = 2 * n;
+        let mut table = Header {
+            ver: 1,
+            num: count,
+            reserved: [0, 0],
+        }
+        .encode()
+        .to_vec();
+        let first = Header::len_with_offsets(count) as u32;
+        let entry_len = (ENTRY_HEADER_LEN + Region::SIZE) as u32;
+        for k in 0..count {
+            table.extend_from_slice(&(first + k * entry_len).to_le_bytes());
+        }
+        for k in 0..count {
+            let devmem = k % 2 == 1;
+            let mut name = [0u8; NAME_LEN];
+            let text = format!("c{k}");
+            name[..text.len()].copy_from_slice(text.as_bytes());
+            let rsc_type = if devmem { RSC_DEVMEM } else { RSC_CARVEOUT };
+            table.extend_from_slice(&rsc_type.to_le_bytes());
+            table.extend_from_slice(
+                &Region {
+                    da: 0x4000_0000 + 0x100 * (k / 2),
+                    pa: FW_RSC_ADDR_ANY,
+                    len: if devmem { 0x100 } else { 0x80 },
+                    flags: 0,
+                    reserved: 0,
+                    name,
+                }
+                .encode(),
+            );
+        }
+        table
+    }
+
+    /// Steps the table rules take on a table of `n` carve-outs and `n` devmem entries, all
+    /// checked against 64 segments.
+    fn steps(n: u32) -> u64 {
+        let table = big_table(n);
+        let segments: Vec<Segment> = (0..64)
+            .map(|k| Segment {
+                index: k,
+                header_at: 0,
+                offset: 0,
+                vaddr: 0,
+                paddr: 0x1000_0000 * k as u64,
+                filesz: 0,
+                memsz: 0x100,
+                flags: 0,
+            })
+            .collect();
+        let (mut defects, mut warnings) = (Vec::new(), Vec::new());
+        let before = work();
+        let info = check(&table, 0, Some(&segments), &mut defects, &mut warnings).unwrap();
+        assert_eq!(info.entries.len(), 2 * n as usize);
+        // each carve-out lies in the devmem entry after it; nothing is a duplicate
+        assert_eq!(defects.len(), 1, "{:?}", defects.first());
+        assert_eq!(defects[0].kind, DefectKind::NoRpmsgVdev);
+        work() - before
+    }
+
+    #[test]
+    fn the_table_rules_take_n_log_n_steps_not_n_squared() {
+        let small = steps(1_000);
+        let large = steps(16_000);
+        // 16 times the entries: n log n gives about 16 * 14 / 10 = 22 times the steps, n^2
+        // gives 256 times.
+        assert!(
+            large < 32 * small,
+            "{small} steps for 2000 entries, {large} for 32000"
+        );
+    }
+
+    #[test]
+    fn a_name_prints_as_vsnprintf_prints_it_with_no_arguments() {
+        let plain = linux_name(b"vdev0buffer");
+        assert_eq!(plain.name.as_deref(), Some(&b"vdev0buffer"[..]));
+        assert_eq!(plain.conversion, None);
+        assert_eq!(linux_name(b"50%%").name.as_deref(), Some(&b"50%"[..]));
+        // 32 bytes without a NUL: 31 are registered
+        assert_eq!(
+            linux_name(&[b'a'; 40]).name.map(|name| name.len()),
+            Some(31)
+        );
+        let of = |format: &[u8]| linux_name(format).conversion;
+        assert_eq!(
+            of(b"x%s"),
+            Some((1, Conversion::Dereference(b"%s".to_vec())))
+        );
+        assert_eq!(
+            of(b"%-08.3lls"),
+            Some((0, Conversion::Dereference(b"%-08.3lls".to_vec())))
+        );
+        assert_eq!(
+            of(b"%pK"),
+            Some((0, Conversion::Dereference(b"%pK".to_vec())))
+        );
+        assert_eq!(of(b"%p-"), Some((0, Conversion::Value(b"%p".to_vec()))));
+        assert_eq!(of(b"%lx"), Some((0, Conversion::Value(b"%lx".to_vec()))));
+        assert_eq!(of(b"%*%"), Some((0, Conversion::Value(b"%*%".to_vec()))));
+        // digits after a '*' width are no width: the conversion is unknown
+        assert_eq!(of(b"%*5s"), Some((0, Conversion::Stop(b"%*5".to_vec()))));
+        // a dereference is reported before a value, wherever it is
+        assert_eq!(
+            of(b"%d%s"),
+            Some((2, Conversion::Dereference(b"%s".to_vec())))
+        );
+        // %n and unknown conversions end the output (and what follows is not read)
+        let stop = linux_name(b"ab%nc%s");
+        assert_eq!(stop.name.as_deref(), Some(&b"ab"[..]));
+        assert_eq!(stop.conversion, Some((2, Conversion::Stop(b"%n".to_vec()))));
+        assert_eq!(
+            linux_name(b"ab%").conversion,
+            Some((2, Conversion::Stop(b"%".to_vec())))
+        );
+        // a value makes the name unpredictable
+        assert_eq!(linux_name(b"a%d").name, None);
     }
 }

@@ -1,6 +1,7 @@
 //! `qf firmware check` as a specification: valid images (ELF32 and ELF64, built here with the
-//! `object` writer) are accepted with their table read back, and each broken variant is refused
-//! with exactly its named defect at the offending file offset.
+//! `object` writer) are accepted with their table read back, and each broken variant gets
+//! exactly its named finding at the offending file offset, and the verdict Linux 6.12 gives:
+//! refused for a [linux] rule, accepted with advice otherwise (refused under --strict).
 
 use qf_firmware::fixture::{
     image, sample_table, Layout, CARVEOUT_ANY, CARVEOUT_FIXED, RAM, TABLE_LEN, TRACE, VDEV,
@@ -18,9 +19,15 @@ fn layout(is_64: bool) -> Layout {
     }
 }
 
-/// Kinds and file offsets of the defects, or an empty list if accepted.
+fn strict() -> Options {
+    let options = Options::default();
+    assert!(options.strict, "the library's default is strict");
+    options
+}
+
+/// Kinds and file offsets of every finding (what `--strict` refuses for), or an empty list.
 fn defects(bytes: &[u8]) -> Vec<(DefectKind, u64)> {
-    match check(bytes, &Options::default()) {
+    match check(bytes, &strict()) {
         Ok(_) => Vec::new(),
         Err(rejected) => rejected
             .defects
@@ -28,6 +35,18 @@ fn defects(bytes: &[u8]) -> Vec<(DefectKind, u64)> {
             .map(|defect| (defect.kind, defect.at))
             .collect(),
     }
+}
+
+/// Whether Linux 6.12 loads and starts the image (the exit status without `--strict`), checked
+/// against the rules of the findings: refused exactly when one of them is Linux's.
+fn accepted(bytes: &[u8]) -> bool {
+    let verdict = check(bytes, &Options::linux()).is_ok();
+    let refusing = defects(bytes).iter().any(|(kind, _)| kind.rule().refuses());
+    assert_eq!(
+        verdict, !refusing,
+        "the verdict follows the findings' rules"
+    );
+    verdict
 }
 
 fn put(bytes: &mut [u8], at: usize, value: u32) {
@@ -40,6 +59,11 @@ fn get(bytes: &[u8], at: usize) -> u64 {
 
 /// Where the ELF fields the tests change are, per class.
 struct Fields {
+    e_shstrndx: usize,
+    e_shnum: usize,
+    p_memsz: usize,
+    sh_link: usize,
+    sh_info: usize,
     e_phoff: usize,
     e_shoff: usize,
     e_phnum: usize,
@@ -53,6 +77,11 @@ struct Fields {
 }
 
 const ELF32: Fields = Fields {
+    e_shstrndx: 0x32,
+    e_shnum: 0x30,
+    p_memsz: 20,
+    sh_link: 24,
+    sh_info: 28,
     e_phoff: 0x1c,
     e_shoff: 0x20,
     e_phnum: 0x2c,
@@ -66,6 +95,11 @@ const ELF32: Fields = Fields {
 };
 
 const ELF64: Fields = Fields {
+    e_shstrndx: 0x3e,
+    e_shnum: 0x3c,
+    p_memsz: 40,
+    sh_link: 40,
+    sh_info: 44,
     e_phoff: 0x20,
     e_shoff: 0x28,
     e_phnum: 0x38,
@@ -96,12 +130,18 @@ fn shdr(bytes: &[u8], f: &Fields, i: usize) -> usize {
 }
 
 const TABLE_SECTION_INDEX: usize = 3;
+/// The section-name table is the last section of the fixture.
+const SHSTRTAB_INDEX: usize = 6;
+
+fn put16(bytes: &mut [u8], at: usize, value: u16) {
+    bytes[at..at + 2].copy_from_slice(&value.to_le_bytes());
+}
 
 #[test]
 fn valid_images_are_accepted_with_their_table_read_back() {
     for is_64 in [false, true] {
         let built = image(&sample_table(), &layout(is_64)).unwrap();
-        let report = check(&built.bytes, &Options::default())
+        let report = check(&built.bytes, &Options::linux())
             .unwrap_or_else(|rejected| panic!("ELF{}: {rejected:#?}", if is_64 { 64 } else { 32 }));
         assert!(report.warnings.is_empty(), "{:?}", report.warnings);
         let elf = report.elf.as_ref().unwrap();
@@ -316,7 +356,13 @@ fn each_broken_table_is_refused_with_its_defect_at_its_offset_in_elf32_and_elf64
                 broken.name,
                 if is_64 { 64 } else { 32 }
             );
+            // the verdict is Linux's: refused exactly when one of the rules is
+            let refuses = expect.iter().any(|(kind, _)| kind.rule().refuses());
+            assert_eq!(accepted(&built.bytes), !refuses, "{}", broken.name);
         }
+        // and the same image without the change passes every rule
+        let sample = image(&sample_table(), &layout(is_64)).unwrap();
+        assert_eq!(defects(&sample.bytes), []);
     }
 }
 
@@ -331,7 +377,7 @@ fn a_bare_table_gets_the_same_defects_at_table_offsets() {
             .filter(|(kind, _)| !matches!(kind, CarveoutOutsideImage | TraceOutsideImage))
             .map(|&(kind, at)| (kind, at as u64))
             .collect();
-        let found = match check_table(&table, &Options::default()) {
+        let found = match check_table(&table, &strict()) {
             Ok(_) => Vec::new(),
             Err(rejected) => rejected.defects.iter().map(|d| (d.kind, d.at)).collect(),
         };
@@ -369,10 +415,45 @@ const BROKEN_IMAGES: &[(&str, Change)] = &[
         b.truncate(cut);
         (SectionHeadersPastEnd, f.e_shoff)
     }),
-    ("truncated inside the last section header", |b, f| {
-        let len = b.len();
-        b.truncate(len - 4);
-        (MalformedElf, f.e_shoff)
+    (
+        "truncated inside the section-name table's sh_offset",
+        |b, f| {
+            let cut = shdr(b, f, SHSTRTAB_INDEX) + f.sh_size - 2;
+            b.truncate(cut);
+            (ReadPastEnd, f.e_shstrndx)
+        },
+    ),
+    (
+        "e_shstrndx 0xffff (extended numbering: the index in section 0's sh_link)",
+        |b, f| {
+            let at = shdr(b, f, 0);
+            put(b, at + f.sh_link, SHSTRTAB_INDEX as u32);
+            put16(b, f.e_shstrndx, 0xffff);
+            (ReadPastEnd, f.e_shstrndx)
+        },
+    ),
+    (
+        "e_phnum 0xffff (extended numbering: the count in section 0's sh_info)",
+        |b, f| {
+            let at = shdr(b, f, 0);
+            put(b, at + f.sh_info, 2);
+            put16(b, f.e_phnum, 0xffff);
+            (ReadPastEnd, f.e_phnum)
+        },
+    ),
+    (
+        "e_shnum 0 (extended numbering: the count in section 0's sh_size)",
+        |b, f| {
+            let at = shdr(b, f, 0);
+            put(b, at + f.sh_size, SHSTRTAB_INDEX as u32 + 1);
+            put16(b, f.e_shnum, 0);
+            (NoResourceTable, f.e_shoff)
+        },
+    ),
+    ("a section name past the end of the file", |b, f| {
+        let at = shdr(b, f, 1);
+        put(b, at, 0x100_0000);
+        (ReadPastEnd, at)
     }),
     ("segment with p_filesz over p_memsz", |b, f| {
         let at = phdr(b, f, 1);
@@ -395,6 +476,10 @@ const BROKEN_IMAGES: &[(&str, Change)] = &[
         put(b, at + f.sh_type, object::elf::SHT_NOBITS);
         (TableNotInFile, at)
     }),
+    ("EI_VERSION 0", |b, _| {
+        b[6] = 0;
+        (MalformedElf, 6)
+    }),
     ("table section at an address no segment loads", |b, f| {
         let at = shdr(b, f, TABLE_SECTION_INDEX);
         put(b, at + f.sh_addr, (RAM + 0x3000) as u32);
@@ -409,12 +494,27 @@ fn each_broken_image_is_refused_with_its_defect_at_its_offset_in_elf32_and_elf64
         for (name, change) in BROKEN_IMAGES {
             let mut bytes = image(&sample_table(), &layout(is_64)).unwrap().bytes;
             let (kind, at) = change(&mut bytes, f);
+            let found = defects(&bytes);
+            // extended numbering is also qfabric's advice (malformed-elf at e_shnum)
+            let extended = (MalformedElf, f.e_shnum as u64);
             assert_eq!(
-                defects(&bytes),
+                found.contains(&extended),
+                name.contains("extended numbering"),
+                "{name}: {found:?}"
+            );
+            let found: Vec<_> = found
+                .into_iter()
+                .filter(|&(k, at)| {
+                    !(k == MalformedElf && at == f.e_shnum as u64 && kind != MalformedElf)
+                })
+                .collect();
+            assert_eq!(
+                found,
                 [(kind, at as u64)],
                 "{name} (ELF{})",
                 if is_64 { 64 } else { 32 }
             );
+            assert_eq!(accepted(&bytes), !kind.rule().refuses(), "{name}");
         }
     }
 }
@@ -432,7 +532,7 @@ fn an_image_without_a_resource_table_section_is_refused() {
             [(NoResourceTable, fields(is_64).e_shoff as u64)]
         );
         // the report still describes the image
-        let rejected = check(&bytes, &Options::default()).unwrap_err();
+        let rejected = check(&bytes, &Options::linux()).unwrap_err();
         let elf = rejected.report.elf.as_ref().expect("the ELF was read");
         assert_eq!((elf.segments.len(), elf.table.is_none()), (2, true));
         assert_eq!(rejected.report.channels.len(), 1);
@@ -468,7 +568,7 @@ fn a_carveout_inside_a_devmem_entry_is_declared_device_memory() {
     put(&mut table, CARVEOUT_ANY + 4 + Region::PA, 0x4000_0000);
     put(&mut table, CARVEOUT_ANY + 4 + Region::LEN, 0x1_0000);
     let bytes = image(&table, &Layout::default()).unwrap().bytes;
-    let report = check(&bytes, &Options::default()).expect("accepted");
+    let report = check(&bytes, &Options::linux()).expect("accepted");
     // ... with the warning that Linux wants an IOMMU for devmem
     assert_eq!(report.warnings.len(), 1);
     assert!(report.warnings[0].text.contains("IOMMU"));
@@ -486,7 +586,7 @@ fn a_vendor_entry_is_a_warning_not_a_defect() {
     let mut table = sample_table();
     put(&mut table, TRACE, 200);
     let built = image(&table, &Layout::default()).unwrap();
-    let report = check(&built.bytes, &Options::default()).expect("accepted");
+    let report = check(&built.bytes, &Options::linux()).expect("accepted");
     assert_eq!(report.warnings.len(), 1);
     assert_eq!(report.warnings[0].at, built.table_at + TRACE as u64);
     assert!(report.warnings[0].text.contains("vendor type 200"));
@@ -499,13 +599,13 @@ fn a_missing_channel_name_is_a_warning_and_other_names_can_be_looked_for() {
         ..Layout::default()
     };
     let built = image(&sample_table(), &layout).unwrap();
-    let report = check(&built.bytes, &Options::default()).expect("accepted");
+    let report = check(&built.bytes, &Options::linux()).expect("accepted");
     assert!(report.channels.is_empty());
     assert_eq!(report.warnings.len(), 1);
     assert!(report.warnings[0].text.contains("\"qfabric\" not found"));
     let options = Options {
         channels: vec!["rpmsg-tty".to_string()],
-        ..Options::default()
+        ..Options::linux()
     };
     let report = check(&built.bytes, &options).expect("accepted");
     assert_eq!(report.channels.len(), 1);
@@ -514,56 +614,245 @@ fn a_missing_channel_name_is_a_warning_and_other_names_can_be_looked_for() {
 }
 
 #[test]
-fn allowing_a_qfabric_rule_turns_it_into_a_warning_and_linux_rules_stay() {
+fn advice_does_not_refuse_unless_strict_and_allow_keeps_it_advice_under_strict() {
+    // a fixed carve-out outside the image: Linux allocates it and starts the firmware
     let mut table = sample_table();
     put(&mut table, CARVEOUT_FIXED + 4, 0x3000_0000);
-    put(&mut table, 0, 2); // and a Linux rule broken as well: the version
+    let built = image(&table, &Layout::default()).unwrap();
+    let report = check(&built.bytes, &Options::linux()).expect("Linux loads it");
+    let advice: Vec<_> = report.advice.iter().map(|d| (d.kind, d.at)).collect();
+    assert_eq!(
+        advice,
+        [(
+            CarveoutOutsideImage,
+            built.table_at + CARVEOUT_FIXED as u64 + 4
+        )]
+    );
+    let rejected = check(&built.bytes, &strict()).expect_err("--strict refuses it");
+    assert_eq!(rejected.defects[0].kind, CarveoutOutsideImage);
+    let allowed = Options {
+        allow: vec![CarveoutOutsideImage],
+        ..strict()
+    };
+    let report = check(&built.bytes, &allowed).expect("allowed under --strict");
+    assert_eq!(report.advice.len(), 1);
+    let text = report::render("fw.elf", &Ok(report));
+    assert!(text.contains("carveout-outside-image [qfabric]"), "{text}");
+    assert!(text.contains("verdict: accepted"), "{text}");
+
+    // a rule Linux refuses for stays a refusal, whatever is allowed
+    put(&mut table, 0, 2);
     let bytes = image(&table, &Layout::default()).unwrap().bytes;
     let options = Options {
         allow: vec![CarveoutOutsideImage, BadVersion],
-        ..Options::default()
+        ..Options::linux()
     };
-    let rejected = check(&bytes, &options).expect_err("the version still refuses it");
+    let rejected = check(&bytes, &options).expect_err("the version refuses it");
     assert_eq!(rejected.defects.len(), 1);
     assert_eq!(rejected.defects[0].kind, BadVersion);
-
-    put(&mut table, 0, 1);
-    let bytes = image(&table, &Layout::default()).unwrap().bytes;
-    let report = check(&bytes, &options).expect("allowed");
-    assert_eq!(report.warnings.len(), 1);
-    assert!(report.warnings[0]
-        .text
-        .starts_with("allowed carveout-outside-image"));
 }
 
 #[test]
-fn the_report_names_each_defect_with_its_rule_and_offset() {
+fn advice_about_the_elf_header_never_stops_the_rest_of_the_check() {
+    for is_64 in [false, true] {
+        let f = fields(is_64);
+        let lenient = Options {
+            allow: vec![MalformedElf],
+            ..strict()
+        };
+        // EI_VERSION 0 (the object crate refuses to read such a header) and no .resource_table
+        let layout = Layout {
+            table_section: b".rsc_table".to_vec(),
+            ..layout(is_64)
+        };
+        let mut bytes = image(&sample_table(), &layout).unwrap().bytes;
+        bytes[6] = 0;
+        let rejected = check(&bytes, &lenient).expect_err("no table");
+        let kinds: Vec<_> = rejected.defects.iter().map(|d| (d.kind, d.at)).collect();
+        assert_eq!(kinds, [(NoResourceTable, f.e_shoff as u64)]);
+        // EI_VERSION 0 and table version 2
+        let mut table = sample_table();
+        put(&mut table, 0, 2);
+        let built = image(&table, &self::layout(is_64)).unwrap();
+        let mut bytes = built.bytes;
+        bytes[6] = 0;
+        let rejected = check(&bytes, &lenient).expect_err("version 2");
+        let kinds: Vec<_> = rejected.defects.iter().map(|d| (d.kind, d.at)).collect();
+        assert_eq!(kinds, [(BadVersion, built.table_at)]);
+        // and e_phentsize 0 is advice too: Linux steps by the class's header size
+        let mut bytes = image(&sample_table(), &self::layout(is_64)).unwrap().bytes;
+        let e_phentsize = if is_64 { 0x36 } else { 0x2a };
+        put16(&mut bytes, e_phentsize, 0);
+        assert_eq!(defects(&bytes), [(MalformedElf, e_phentsize as u64)]);
+        assert!(accepted(&bytes));
+    }
+}
+
+#[test]
+fn a_load_segment_of_memsz_0_is_skipped_as_linux_skips_it() {
+    for is_64 in [false, true] {
+        let f = fields(is_64);
+        let mut bytes = image(&sample_table(), &layout(is_64)).unwrap().bytes;
+        let at = phdr(&bytes, f, 1);
+        // p_memsz 0 with p_filesz 16: skipped (remoteproc_elf_loader.c:184)
+        put(&mut bytes, at + f.p_memsz, 0);
+        if is_64 {
+            put(&mut bytes, at + f.p_memsz + 4, 0);
+        }
+        assert!(accepted(&bytes), "{:?}", defects(&bytes));
+        let report = check(&bytes, &Options::linux()).unwrap();
+        assert_eq!(report.elf.as_ref().unwrap().segments.len(), 1);
+        // ... which is not p_memsz 1 with p_filesz 16
+        put(&mut bytes, at + f.p_memsz, 1);
+        assert!(defects(&bytes).contains(&(SegmentFileszOverMemsz, at as u64)));
+        assert!(!accepted(&bytes));
+    }
+}
+
+#[test]
+fn a_trace_buffer_inside_a_fixed_carveout_is_where_rproc_da_to_va_finds_it() {
+    let mut table = sample_table();
+    put(&mut table, CARVEOUT_FIXED + 4, 0x3000_0000); // carve-out outside the image
+    put(&mut table, TRACE + 4, 0x3000_0100); // trace inside the carve-out
+    let built = image(&table, &Layout::default()).unwrap();
+    assert_eq!(
+        defects(&built.bytes),
+        [(
+            CarveoutOutsideImage,
+            built.table_at + CARVEOUT_FIXED as u64 + 4
+        )]
+    );
+    // past the carve-out's end it is outside again
+    put(&mut table, TRACE + 4, 0x3000_0fff);
+    let built = image(&table, &Layout::default()).unwrap();
+    assert!(defects(&built.bytes).contains(&(TraceOutsideImage, built.table_at + TRACE as u64 + 4)));
+}
+
+#[test]
+fn section_names_are_read_from_the_file_whatever_the_name_tables_sh_size() {
+    for is_64 in [false, true] {
+        let f = fields(is_64);
+        let mut bytes = image(&sample_table(), &layout(is_64)).unwrap().bytes;
+        let at = shdr(&bytes, f, SHSTRTAB_INDEX);
+        put(&mut bytes, at + f.sh_size, 1);
+        if is_64 {
+            put(&mut bytes, at + f.sh_size + 4, 0);
+        }
+        assert_eq!(defects(&bytes), []);
+        // the whole image still is what Linux reads: cut inside a name, the compare runs off
+        let table_header = shdr(&bytes, f, TABLE_SECTION_INDEX);
+        let names = get(&bytes, at + if is_64 { 24 } else { 16 });
+        let len = bytes.len();
+        put(&mut bytes, table_header, (len as u64 - 3 - names) as u32);
+        bytes[len - 3..].copy_from_slice(b".re");
+        assert_eq!(defects(&bytes), [(ReadPastEnd, table_header as u64)]);
+    }
+}
+
+/// A table whose first carve-out has `name` (at most 32 bytes).
+fn named(name: &[u8]) -> Vec<u8> {
+    let mut table = sample_table();
+    let field = CARVEOUT_FIXED + 4 + Region::NAME;
+    table[field..field + 32].fill(0);
+    table[field..field + name.len()].copy_from_slice(name);
+    table
+}
+
+#[test]
+fn a_carveout_name_is_a_format_string_to_linux() {
+    let field = (CARVEOUT_FIXED + 4 + Region::NAME) as u64;
+    // %s: vsnprintf dereferences an argument that is not there: refused
+    let built = image(&named(b"shared%s"), &Layout::default()).unwrap();
+    assert_eq!(
+        defects(&built.bytes),
+        [(CarveoutNameDereference, built.table_at + field + 6)]
+    );
+    assert!(!accepted(&built.bytes));
+    let text = report::render("fw.elf", &check(&built.bytes, &Options::linux()));
+    assert!(text.contains("carveout-name-dereference [linux]"), "{text}");
+    assert!(text.contains("the conversion \"%s\""), "{text}");
+    // %d prints an unspecified number: loaded, advice
+    let built = image(&named(b"shared%d"), &Layout::default()).unwrap();
+    assert_eq!(
+        defects(&built.bytes),
+        [(CarveoutNameFormat, built.table_at + field + 6)]
+    );
+    assert!(accepted(&built.bytes));
+    // %% and %-% print one %: "a%%b" and "a%-%b" are both registered as "a%b"
+    let mut table = named(b"a%%b");
+    let second = CARVEOUT_ANY + 4 + Region::NAME;
+    table[second..second + 32].fill(0);
+    table[second..second + 5].copy_from_slice(b"a%-%b");
+    let built = image(&table, &Layout::default()).unwrap();
+    let found = defects(&built.bytes);
+    assert!(
+        found.contains(&(DuplicateCarveoutName, built.table_at + second as u64)),
+        "{found:?}"
+    );
+    assert!(!accepted(&built.bytes));
+    // and a plain name is no format at all
+    let built = image(&named(b"a%%b"), &Layout::default()).unwrap();
+    assert_eq!(defects(&built.bytes), []);
+}
+
+#[test]
+fn a_table_section_without_file_contents_is_still_read_as_linux_reads_it() {
+    let mut table = sample_table();
+    put(&mut table, 0, 2);
+    let built = image(&table, &Layout::default()).unwrap();
+    let mut bytes = built.bytes;
+    let at = shdr(&bytes, &ELF32, TABLE_SECTION_INDEX);
+    put(&mut bytes, at + ELF32.sh_type, object::elf::SHT_NOBITS);
+    assert_eq!(
+        defects(&bytes),
+        [(TableNotInFile, at as u64), (BadVersion, built.table_at)]
+    );
+    assert!(!accepted(&bytes));
+}
+
+#[test]
+fn the_report_names_each_finding_with_its_rule_source_and_offset() {
     let mut table = sample_table();
     put(&mut table, VRING1 + 8, 6);
     put(&mut table, VRING0 + 8, 6);
     put(&mut table, VDEV_BODY + 8, 0);
     let built = image(&table, &Layout::default()).unwrap();
-    let result = check(&built.bytes, &Options::default());
-    let text = report::render("fw.elf", &result);
+    let text = report::render("fw.elf", &check(&built.bytes, &Options::linux()));
     let at = built.table_at + VRING0 as u64 + 8;
     assert!(
         text.contains(&format!(
-            "{at:#08x} vring-num-not-power-of-two [linux]: entry 2 (vdev) vring0 num is 6"
+            "{at:#08x} vring-num-not-power-of-two [linux-runtime]: entry 2 (vdev) vring0 num is 6"
         )),
         "{text}"
     );
-    assert!(text.contains("missing-ns-feature [qfabric]"), "{text}");
     assert!(
-        text.contains("verdict: refused, 3 defect(s): 2 of Linux's rules, 1 of qfabric's"),
+        text.contains("virtio_ring.c:2856-2876 (vring_new_virtqueue))"),
+        "{text}"
+    );
+    assert!(text.contains("missing-ns-feature [qfabric]"), "{text}");
+    assert!(text.contains("verdict: accepted"), "{text}");
+    let text = report::render("fw.elf", &check(&built.bytes, &strict()));
+    assert!(
+        text.contains("verdict: refused, 3 defect(s): 0 [linux] (Linux 6.12 does not load and start it), 3 advice (--strict)"),
         "{text}"
     );
 }
 
 #[test]
-fn every_defect_kind_has_a_unique_name_and_a_reason() {
+fn every_defect_kind_has_a_unique_name_a_source_and_a_reason() {
     for kind in DefectKind::ALL {
         assert_eq!(DefectKind::from_name(kind.name()), Some(*kind));
         assert!(!kind.why().is_empty());
+        let source = kind.source();
+        assert!(
+            source.starts_with("qfabric advice") || source.contains(".c:") || source.contains(".h"),
+            "{kind}: {source}"
+        );
+        assert_eq!(
+            source.starts_with("qfabric advice"),
+            kind.rule() == Rule::Qfabric,
+            "{kind}"
+        );
     }
     // the kinds this file exercises cover all of them
     let mut seen: Vec<DefectKind> = BROKEN_TABLES
@@ -574,27 +863,34 @@ fn every_defect_kind_has_a_unique_name_and_a_reason() {
         let mut bytes = image(&sample_table(), &Layout::default()).unwrap().bytes;
         seen.push(change(&mut bytes, &ELF32).0);
     }
-    seen.extend([NoResourceTable, BigEndian]);
+    // the tests above: no table, big-endian, the name formats
+    seen.extend([
+        NoResourceTable,
+        BigEndian,
+        CarveoutNameDereference,
+        CarveoutNameFormat,
+    ]);
     let missing: Vec<&DefectKind> = DefectKind::ALL
         .iter()
         .filter(|kind| !seen.contains(kind))
         .collect();
-    // MalformedElf is exercised above; every other kind must be too.
     assert!(missing.is_empty(), "kinds no test produces: {missing:?}");
-    assert!(DefectKind::ALL
-        .iter()
-        .any(|kind| kind.rule() == Rule::Linux));
 }
 
 #[test]
-fn the_documentation_lists_every_defect_with_its_rule() {
+fn the_documentation_lists_every_rule_with_its_source() {
     let doc = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../docs/firmware-check.md"
     ))
     .unwrap();
     for kind in DefectKind::ALL {
-        let row = format!("| `{}` | {} |", kind.name(), kind.rule());
+        let row = format!(
+            "| `{}` | {} | {} |",
+            kind.name(),
+            kind.rule(),
+            kind.source()
+        );
         assert!(
             doc.contains(&row),
             "docs/firmware-check.md lacks the row {row}"
@@ -612,7 +908,7 @@ fn a_second_resource_table_section_is_a_warning_and_linux_reads_the_first() {
         ..Layout::default()
     };
     let mut built = image(&sample_table(), &layout).unwrap();
-    let report = check(&built.bytes, &Options::default()).expect("accepted");
+    let report = check(&built.bytes, &Options::linux()).expect("accepted");
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     assert_eq!(report.elf.unwrap().table.unwrap().offset, built.table_at);
     // .rodata (section 2, before the table's section 3) renamed .resource_table
@@ -622,7 +918,7 @@ fn a_second_resource_table_section_is_a_warning_and_linux_reads_the_first() {
     );
     let rodata_header = shdr(&built.bytes, &ELF32, 2);
     put(&mut built.bytes, rodata_header, table_name as u32);
-    let report = check(&built.bytes, &Options::default()).expect("the first is valid");
+    let report = check(&built.bytes, &Options::linux()).expect("the first is valid");
     assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
     assert!(report.warnings[0]
         .text
