@@ -80,7 +80,7 @@ fn variants(set: &SetSpec) -> Vec<SetSpec> {
         if task.deadline.is_some() {
             out.push(with(&|t| t.deadline = None));
         }
-        if task.hard_reservation == Some(true) {
+        if task.hard_reservation.is_some() {
             out.push(with(&|t| t.hard_reservation = None));
         }
         type Field = fn(&mut TaskSpec) -> &mut Option<u64>;
