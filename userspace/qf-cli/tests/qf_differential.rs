@@ -20,21 +20,33 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 temporary path")
 }
 
-#[test]
-fn generate_then_compare_a_log_with_itself_and_a_damaged_copy() {
-    let dir = tempfile::tempdir().unwrap();
+/// `qf differential generate --seed SEED --count COUNT --out DIR`, which must succeed; its
+/// listing.
+fn generate(dir: &Path, seed: u64, count: u64) -> String {
+    let (seed, count) = (seed.to_string(), count.to_string());
     let out = qf(&[
         "differential",
         "generate",
         "--seed",
-        "7",
+        &seed,
         "--count",
-        "3",
+        &count,
         "--out",
-        path(dir.path()),
+        path(dir),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let listing = text(&out.stdout);
+    text(&out.stdout)
+}
+
+/// `qf differential compare --set SET SIM RUN`.
+fn compare(set: &Path, sim: &str, run: &str) -> Output {
+    qf(&["differential", "compare", "--set", path(set), sim, run])
+}
+
+#[test]
+fn generate_then_compare_a_log_with_itself_and_a_damaged_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let listing = generate(dir.path(), 7, 3);
     for seed in 7..10 {
         assert!(listing.contains(&format!("seed {seed}: ")), "{listing}");
         assert!(dir.path().join(format!("set-{seed}.toml")).exists());
@@ -43,14 +55,7 @@ fn generate_then_compare_a_log_with_itself_and_a_damaged_copy() {
     let sim = dir.path().join("sim.csv");
     let out = qf(&["sim", path(&set), "--events", path(&sim)]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = qf(&[
-        "differential",
-        "compare",
-        "--set",
-        path(&set),
-        path(&sim),
-        path(&sim),
-    ]);
+    let out = compare(&set, path(&sim), path(&sim));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).starts_with("equal: "),
@@ -68,27 +73,13 @@ fn generate_then_compare_a_log_with_itself_and_a_damaged_copy() {
         .collect();
     let run = dir.path().join("run.csv");
     std::fs::write(&run, damaged.join("\n") + "\n").unwrap();
-    let out = qf(&[
-        "differential",
-        "compare",
-        "--set",
-        path(&set),
-        path(&sim),
-        path(&run),
-    ]);
+    let out = compare(&set, path(&sim), path(&run));
     assert_eq!(out.status.code(), Some(1));
     let error = text(&out.stderr);
     assert!(error.contains("Mismatch at row 2"), "{error}");
 
     // Bad input names the file.
-    let out = qf(&[
-        "differential",
-        "compare",
-        "--set",
-        path(&set),
-        path(&sim),
-        "/nonexistent.csv",
-    ]);
+    let out = compare(&set, path(&sim), "/nonexistent.csv");
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains("/nonexistent.csv:0: (file): cannot open"),
@@ -111,15 +102,7 @@ fn generate_then_compare_a_log_with_itself_and_a_damaged_copy() {
 #[test]
 fn shrink_against_a_command_that_ignores_hard_reservations() {
     let dir = tempfile::tempdir().unwrap();
-    let out = qf(&[
-        "differential",
-        "generate",
-        "--seed",
-        "4",
-        "--out",
-        path(dir.path()),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    generate(dir.path(), 4, 1);
     let set = dir.path().join("set-4.toml");
     let min = dir.path().join("min.toml");
     // The other run: qf sim on the set with its hard_reservation lines deleted.

@@ -1,7 +1,7 @@
 //! `qf differential`: its clap arguments and what each subcommand does (the `qf` binary only
 //! dispatches).
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -108,13 +108,17 @@ fn run_generate(seed: u64, count: u64, out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reads a set file: `qf sim`'s checks first (its errors, its size limit), then the spec.
 fn load_spec(path: &Path) -> anyhow::Result<SetSpec> {
-    let set = qf_sim::load(path)?;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let spec = SetSpec::from_toml(path, &text)?;
-    drop(set);
-    Ok(spec)
+    qf_sim::load(path)?;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| {
+            file.take(qf_sim::taskset::MAX_FILE_BYTES)
+                .read_to_string(&mut text)
+        })
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(SetSpec::from_toml(path, &text)?)
 }
 
 fn run_compare(set: &Path, sim: &Path, run: &Path) -> anyhow::Result<()> {
