@@ -439,3 +439,70 @@ fn reordered_instant(sim: &[Row], run: &[Row]) -> Option<usize> {
     let covered = b.iter().all(|r| tasks.contains(&&r.task));
     (switches_kept && per_task && covered).then_some(len)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(time: i128, task: &str, event: &str) -> Row {
+        Row {
+            line: 0,
+            time,
+            task: task.into(),
+            event: event.into(),
+            budget: 0,
+            deadline: 0,
+        }
+    }
+
+    #[test]
+    fn a_tick_that_is_no_whole_number_of_millionths_allows_the_cut_digit() {
+        // 300 Hz in 1 ms units: a tick is 3.333333... units, written cut at 6 digits.
+        let set = qf_sim::parse(
+            Path::new("t.toml"),
+            "tick_hz = 300\nhorizon = 10\n[[task]]\nname = \"a\"\nkind = \"periodic\"\nwcet = 4\nperiod = 10\n",
+        )
+        .unwrap();
+        let tick = Tick::of(&set);
+        assert_eq!((tick.min, tick.max), (3_333_332, 3_333_335));
+        assert!(tick.exactly_one(6_666_666, 3_333_333));
+        assert!(!tick.exactly_one(6_666_666, 3_000_000));
+    }
+
+    #[test]
+    fn a_longer_log_is_a_mismatch_where_the_shorter_ends() {
+        let tick = Tick { min: 1, max: 1 };
+        let sim = [row(0, "a", "RELEASE"), row(5, "a", "COMPLETE")];
+        match compare(&sim, &sim[..1], tick) {
+            Verdict::Mismatch(d) => assert_eq!((d.index, d.run), (1, None)),
+            other => panic!("{other:?}"),
+        }
+        // A by-design difference before a mismatch does not hide it.
+        let run = [row(1, "a", "RELEASE"), row(6, "a", "COMPLETE")];
+        let late = [row(1, "a", "RELEASE"), row(9, "a", "COMPLETE")];
+        assert!(matches!(
+            compare(&sim, &run, tick),
+            Verdict::ByDesign { count: 2, .. }
+        ));
+        assert!(matches!(compare(&sim, &late, tick), Verdict::Mismatch(d) if d.index == 1));
+    }
+
+    #[test]
+    fn decimals_parse_exactly_or_not_at_all() {
+        assert_eq!(parse_micro("12"), Some(12_000_000));
+        assert_eq!(parse_micro("0.000001"), Some(1));
+        assert_eq!(parse_micro("3.5"), Some(3_500_000));
+        for bad in [
+            "",
+            ".5",
+            "5.",
+            "1e3",
+            "+1",
+            "1.0000001",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(parse_micro(bad), None, "{bad:?}");
+        }
+        assert_eq!(micro_text(3_500_000), "3.5");
+    }
+}

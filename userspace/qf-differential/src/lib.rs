@@ -32,11 +32,12 @@
 //!   charged to its budget by that tick.
 //! - `simultaneous-order`: at one instant, both logs hold the same rows, the context switches
 //!   (`SWT_TO`, `SWT_AY`) at the same rows and each task's own rows in the same order; only
-//!   how different tasks' other rows interleave between the switches differs. `qf-sched` records a thread's events
-//!   in the order its calls make them, and a switch-out before the next switch-in; what it
-//!   leaves open is the order in which the kernel handles a job completing and timers expiring
-//!   on the same tick (`qf sim` handles the completion first, then the timers in the order
-//!   they were armed; on hardware the tick interrupt can come first).
+//!   how different tasks' other rows interleave between the switches differs. `qf-sched`
+//!   records a thread's events in the order its calls make them, and the Zephyr module's
+//!   tracing hooks, like `qf sim`, call `switched_out` before a switch and `switched_in` after
+//!   it; what the rules leave open is the order in which the kernel handles a job completing
+//!   and timers expiring on the same tick (`qf sim` handles the completion first, then the
+//!   timers in the order they were armed; on hardware the tick interrupt can come first).
 //! - `Mismatch`: anything else — a row missing, added, changed or moved, a different
 //!   scheduling decision, one log ending first.
 //!
