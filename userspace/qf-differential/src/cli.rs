@@ -142,6 +142,12 @@ fn run_compare(set: &Path, sim: &Path, run: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A line on standard error for the user; a closed standard error loses it rather than
+/// stopping the search (`eprintln!` would panic).
+fn note(message: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{message}");
+}
+
 /// Runs `against` on one candidate and compares its log with the simulator's; true on a
 /// mismatch. A run that fails, times out or writes an unreadable log counts as not
 /// mismatching (it is a different failure), and says so on standard error.
@@ -173,22 +179,25 @@ fn mismatches(
         if started.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            eprintln!(
+            note(&format!(
                 "qf differential: {:?} took over {timeout:?}; killed",
                 against[0]
-            );
+            ));
             return Ok(false);
         }
         std::thread::sleep(Duration::from_millis(10));
     };
     if !status.success() {
-        eprintln!("qf differential: {:?} exited with {status}", against[0]);
+        note(&format!(
+            "qf differential: {:?} exited with {status}",
+            against[0]
+        ));
         return Ok(false);
     }
     let run_rows = match read_log_file(&log_path) {
         Ok(rows) => rows,
         Err(e) => {
-            eprintln!("qf differential: {e}");
+            note(&format!("qf differential: {e}"));
             return Ok(false);
         }
     };
@@ -235,7 +244,7 @@ fn run_shrink(
         }
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
-    eprintln!(
+    note(&format!(
         "qf differential: {} tasks after {} steps, {} runs{}",
         shrunk.set.task.len(),
         shrunk.steps,
@@ -245,6 +254,6 @@ fn run_shrink(
         } else {
             ""
         }
-    );
+    ));
     Ok(())
 }
