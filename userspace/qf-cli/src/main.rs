@@ -22,6 +22,9 @@ enum Command {
     /// Simulate a task set under periodic EDF + per-thread CBS (qf-sched) and write the
     /// schedule, event trace, Gantt chart and summary.
     Sim(qf_sim::cli::SimArgs),
+    /// Differential testing against `qf sim`: generate task sets, compare event logs, shrink a
+    /// set on which another run's log mismatches.
+    Differential(qf_differential::cli::DifferentialArgs),
     /// Run one invocation of a declared task in a domain and print result and timings.
     Run(qf_agent::cli::run::RunArgs),
     /// Profile tasks per domain × load × caller: raw observations and traces.
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Sim(args) => qf_sim::cli::run(args),
+        Command::Differential(args) => qf_differential::cli::run(args),
         Command::Run(args) => args.run(),
         Command::Profile(args) => args.run(),
         Command::Replay(args) => args.run(),
