@@ -7,7 +7,12 @@
 //! the executor's and the C ports' headers) into `$OUT_DIR/bindings.rs`, the `sys` module: the C
 //! headers are the one source of every foreign declaration and `repr(C)` type the Rust side uses.
 
-use std::{env, fs, io::ErrorKind, path::Path, process::Command};
+use std::{
+    env, fs,
+    io::ErrorKind,
+    path::{Path, PathBuf},
+    process::Command,
+};
 
 fn number(name: &str, default: u32) -> u32 {
     println!("cargo:rerun-if-env-changed={name}");
@@ -205,6 +210,10 @@ fn bindings() {
         .arg(format!("--target={}", clang_target(&target)))
         .arg("-ffreestanding")
         .arg(format!("-I{}", crate_dir.join("include").display()));
+    let builtins = Builtins::find(&bindgen);
+    if let Ok(dir) = &builtins.dir {
+        command.arg("-isystem").arg(dir.join("include"));
+    }
     if let Ok(file) = env::var("QFABRIC_BINDGEN_ARGS") {
         println!("cargo:rerun-if-changed={file}");
         let text = fs::read_to_string(&file)
@@ -227,8 +236,11 @@ fn bindings() {
         let hint = if stderr.contains("libclang") {
             "\nbindgen needs libclang: install it with `apt-get install libclang-dev` (Debian) \
              or point LIBCLANG_PATH at the directory holding libclang.so"
+                .to_string()
+        } else if stderr.contains("file not found") {
+            builtins.missing_hint()
         } else {
-            ""
+            String::new()
         };
         fail(&format!(
             "{bindgen} failed on {} ({}):\n{stderr}{hint}",
@@ -240,6 +252,120 @@ fn bindings() {
     for line in String::from_utf8_lossy(&output.stderr).lines() {
         println!("cargo:warning=bindgen: {line}");
     }
+}
+
+/// Clang's resource directory (its builtin headers: `stddef.h`, `stdint.h`, ...) for the
+/// libclang that bindgen loads; its `include` is passed as `-isystem`. libclang looks for it
+/// beside its own file, which misses where the library and the headers are installed apart
+/// (Debian's `libclang-14.so` in `/usr/lib/x86_64-linux-gnu`, the headers of
+/// `libclang-common-14-dev` in `/usr/lib/llvm-14/lib/clang/14.0.6`); bindgen then asks a `clang`
+/// binary for its include paths, so without one every cross `--target` run stopped at
+/// `'stddef.h' file not found`. (`-resource-dir` would not do: libclang appends its own, which
+/// wins for `x86_64-unknown-none`.)
+struct Builtins {
+    /// The loaded libclang's version (`14.0.6`), from `bindgen -V --verbose`.
+    version: Option<String>,
+    /// The directory found, or every one looked at.
+    dir: Result<PathBuf, Vec<PathBuf>>,
+}
+
+impl Builtins {
+    fn find(bindgen: &str) -> Self {
+        println!("cargo:rerun-if-env-changed=CLANG_PATH");
+        println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
+        let version = Command::new(bindgen)
+            .args(["-V", "--verbose"])
+            .output()
+            .ok()
+            .and_then(|out| libclang_version(&String::from_utf8_lossy(&out.stdout)));
+        let Some(version) = version else {
+            // No libclang, or a bindgen that does not say: its own run reports it.
+            return Self {
+                version: None,
+                dir: Err(Vec::new()),
+            };
+        };
+        let major = version.split('.').next().unwrap_or_default().to_string();
+        let mut candidates = Vec::new();
+        // A clang of the same major version says where its headers are.
+        let clangs = env::var("CLANG_PATH")
+            .map(|path| vec![path])
+            .unwrap_or_else(|_| vec![format!("clang-{major}"), "clang".into()]);
+        for clang in clangs {
+            if let Ok(out) = Command::new(&clang).arg("-print-resource-dir").output() {
+                let text = String::from_utf8_lossy(&out.stdout);
+                let dir = PathBuf::from(text.trim());
+                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+                if out.status.success()
+                    && name.is_some_and(|n| n.split('.').next() == Some(major.as_str()))
+                {
+                    candidates.push(dir);
+                }
+            }
+        }
+        // Where the distributions install them: `<libdir>/clang/<version or major>`.
+        let mut libdirs = Vec::new();
+        if let Ok(path) = env::var("LIBCLANG_PATH") {
+            let path = PathBuf::from(path);
+            libdirs.extend(path.parent().map(Path::to_path_buf));
+            libdirs.push(path);
+        }
+        libdirs.extend(
+            [
+                format!("/usr/lib/llvm-{major}/lib"),
+                "/usr/lib".into(),
+                "/usr/lib64".into(),
+                "/usr/local/lib".into(),
+            ]
+            .map(PathBuf::from),
+        );
+        for libdir in libdirs {
+            candidates.push(libdir.join("clang").join(&version));
+            candidates.push(libdir.join("clang").join(&major));
+        }
+        let dir = candidates
+            .iter()
+            .find(|dir| dir.join("include/stddef.h").is_file())
+            .cloned()
+            .ok_or(candidates);
+        Self {
+            version: Some(version),
+            dir,
+        }
+    }
+
+    /// What to install when a header is missing: the builtin headers when none were found.
+    fn missing_hint(&self) -> String {
+        let (Some(version), Err(looked)) = (&self.version, &self.dir) else {
+            return String::new();
+        };
+        let major = version.split('.').next().unwrap_or_default();
+        let looked: Vec<String> = looked.iter().map(|d| d.display().to_string()).collect();
+        format!(
+            "\nclang's builtin headers (stddef.h, stdint.h, ...) for bindgen's libclang {version} \
+             are missing: no clang {major} binary answered -print-resource-dir and none of \
+             {} holds include/stddef.h. Install them with `apt-get install \
+             libclang-common-{major}-dev` or `apt-get install clang-{major}` (Debian; \
+             scripts/install/bindgen.sh installs them), or set CLANG_PATH to a clang {major} \
+             binary",
+            looked.join(", ")
+        )
+    }
+}
+
+/// `14.0.6` from `bindgen -V --verbose`'s `Clang: Debian clang version 14.0.6` line.
+fn libclang_version(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.starts_with("Clang:"))?;
+    let after = &line[line.find("version ")? + "version ".len()..];
+    let version: String = after
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    version
+        .split('.')
+        .next()
+        .is_some_and(|m| !m.is_empty())
+        .then_some(version)
 }
 
 fn fail(message: &str) -> ! {

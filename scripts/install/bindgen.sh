@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# bindgen 0.69.5 (the CLI) and the libclang it loads, from a fresh Debian 12 as root; idempotent.
+# bindgen 0.69.5 (the CLI), the libclang it loads and clang's builtin headers (stddef.h, ...),
+# from a fresh Debian 12 as root; idempotent. libclang-dev brings libclang 14 and its headers
+# (libclang-common-14-dev); clang (14) is the binary bindgen asks for its include paths, without
+# which libclang loaded from /usr/lib/x86_64-linux-gnu misses the headers of a cross --target
+# (zephyr-module/build.rs also passes their directory itself, as -isystem).
 # Two users: the Linux kernel's Rust (kernel-deps.sh) and the Zephyr module's build.rs, which
 # generates the Rust side of its C headers at build time. Built from crates.io with Debian's
 # cargo into a dedicated root, so it is independent of rustup. 0.69.5 is within what Linux 6.12
@@ -12,10 +16,11 @@ BINDGEN_VERSION=0.69.5
 TOOLS=/opt/qfabric/tools
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-if ! installed libclang-dev; then
+need=()
+for p in libclang-dev clang; do installed "$p" || need+=("$p"); done
+if [ ${#need[@]} -gt 0 ]; then
   apt_get update -qq >&2
-  apt_get install -y -qq --no-install-recommends libclang-dev \
-    >/dev/null
+  apt_get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 "$here/rust-debian.sh" >/dev/null
