@@ -13,7 +13,9 @@
 //! `dev-recv` (`--dev PATH`, default /dev/qfabric0); `irq-fifo --name NAME --priority P`;
 //! `as-user --uid UID COMMAND...`.
 //! Prints one summary line and exits 0 on success, 1 on the first failure (with the frame that
-//! failed).
+//! failed). `frames --until-gone` and `dev-frames --until-gone` succeed only when the MCU's
+//! channel goes away during the run: replies first, then EPIPE (rpmsg_char) or ENODEV
+//! (/dev/qfabricN).
 
 mod abuse;
 mod chain;
@@ -434,6 +436,23 @@ mod tests {
             panic!("dev-stats")
         };
         assert_eq!(default.dev, PathBuf::from(DEFAULT_DEVICE));
+    }
+
+    #[test]
+    fn until_gone_is_a_flag_of_the_frame_runs_only() {
+        let Command::DevFrames(d) = parse(&["g", "dev-frames", "--until-gone"]) else {
+            panic!("dev-frames")
+        };
+        let run = d.frames.run(Errno::ENODEV, 1, "dev-frames", "");
+        assert_eq!(run.ending, traffic::Ending::Gone(Errno::ENODEV));
+        let Command::Frames(f) = parse(&["g", "frames"]) else {
+            panic!("frames")
+        };
+        assert_eq!(f.ending(Errno::EPIPE), traffic::Ending::Complete);
+        for other in ["latency", "dev-latency", "dev-concurrent"] {
+            let e = error(&["g", other, "--until-gone"]);
+            assert!(e.contains("'--until-gone'"), "{other}: {e}");
+        }
     }
 
     #[test]
