@@ -467,6 +467,15 @@ mod tests {
         })
     }
 
+    /// The error of a run at epoch 16 expecting ENODEV whose channel fails with `cut` from frame
+    /// `after` on.
+    fn refused(after: u64, cut: impl Fn(&str) -> anyhow::Error) -> String {
+        let run = run(Ending::Gone(Errno::ENODEV), 16);
+        cut_after(&run, Mcu::new(), after, cut)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn a_run_cut_by_the_channel_after_replies_passes() {
         let enodev = |what: &str| kernel(Errno::ENODEV, what);
@@ -490,9 +499,7 @@ mod tests {
         assert!(e.contains("frame 0 failed before any reply"), "{e}");
         assert!(e.contains("status stale") && e.contains("status ok"), "{e}");
         // ENODEV itself on frame 0 is no better: nothing shows the traffic ran before the cut.
-        let e = cut_after(&run(Ending::Gone(Errno::ENODEV), 16), Mcu::new(), 0, enodev)
-            .unwrap_err()
-            .to_string();
+        let e = refused(0, enodev);
         assert!(e.contains("frame 0 failed before any reply"), "{e}");
         // A newer epoch than the client's runs until the cut.
         let mcu = Mcu::after_client_at(1_700_000_000);
@@ -508,45 +515,27 @@ mod tests {
     #[test]
     fn a_run_cut_by_another_error_fails_naming_it() {
         let timeout = |what: &str| kernel(Errno::ETIMEDOUT, what);
-        let e = cut_after(
-            &run(Ending::Gone(Errno::ENODEV), 16),
-            Mcu::new(),
-            5,
-            timeout,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused(5, timeout);
         assert!(
             e.contains("5 replies identical")
                 && e.contains("ETIMEDOUT")
                 && e.contains("not ENODEV"),
             "{e}"
         );
-        // rpmsg_char's EPIPE is not /dev/qfabricN's error, nor the reverse.
+        // rpmsg_char's EPIPE is not /dev/qfabricN's error.
         let epipe = |_: &str| anyhow::Error::new(std::io::Error::from_raw_os_error(libc::EPIPE));
-        let e = cut_after(&run(Ending::Gone(Errno::ENODEV), 16), Mcu::new(), 5, epipe)
-            .unwrap_err()
-            .to_string();
+        let e = refused(5, epipe);
         assert!(e.contains("EPIPE") && e.contains("not ENODEV"), "{e}");
         // A wrong reply after good ones carries no errno.
         let wrong = |what: &str| anyhow::anyhow!("{what}: reply differs from qf_tasks::serve");
-        let e = cut_after(&run(Ending::Gone(Errno::ENODEV), 16), Mcu::new(), 5, wrong)
-            .unwrap_err()
-            .to_string();
+        let e = refused(5, wrong);
         assert!(e.contains("no errno, not ENODEV"), "{e}");
     }
 
     #[test]
     fn a_run_never_cut_fails_when_a_cut_is_expected() {
         let never = |what: &str| kernel(Errno::ENODEV, what);
-        let e = cut_after(
-            &run(Ending::Gone(Errno::ENODEV), 16),
-            Mcu::new(),
-            1000,
-            never,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused(1000, never);
         assert!(
             e.contains("all 1000 replies came") && e.contains("did not go away"),
             "{e}"
