@@ -13,7 +13,9 @@
 //! `dev-recv` (`--dev PATH`, default /dev/qfabric0); `irq-fifo --name NAME --priority P`;
 //! `as-user --uid UID COMMAND...`.
 //! Prints one summary line and exits 0 on success, 1 on the first failure (with the frame that
-//! failed).
+//! failed). `frames --until-gone` and `dev-frames --until-gone` succeed only when the MCU's
+//! channel goes away during the run: replies first, then EPIPE (rpmsg_char) or ENODEV
+//! (/dev/qfabricN).
 
 mod abuse;
 mod chain;
@@ -30,8 +32,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
+use nix::errno::Errno;
 use qf_execution::qfabric_dev::{Device, MAX_WAITERS};
-use qf_execution::rpmsg_char::Endpoint;
+use qf_execution::rpmsg_char::{Endpoint, Eptdev};
 
 /// The device the `dev-*` commands use unless `--dev` names another.
 const DEFAULT_DEVICE: &str = "/dev/qfabric0";
@@ -58,7 +61,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Frames through rpmsg_char, every reply compared with qf_tasks::serve.
-    Frames(Traffic),
+    Frames(Frames),
     /// Every message length up to the rpmsg limit, then one byte more (EMSGSIZE).
     Sizes(Epoch),
     /// Malformed frames through rpmsg_char (bad header, bad payload length, unknown task,
@@ -71,7 +74,7 @@ enum Command {
     /// Checks the resident chain's results, byte for byte.
     Chain(ChainArgs),
     /// Frames through /dev/qfabricN.
-    DevFrames(DevTraffic),
+    DevFrames(DevFrames),
     /// Callers sharing one /dev/qfabricN, each getting its own replies.
     DevConcurrent(DevConcurrent),
     /// Every documented error of /dev/qfabricN, races and random ioctls.
@@ -143,6 +146,43 @@ impl Traffic {
 }
 
 #[derive(Debug, Args)]
+struct Frames {
+    #[command(flatten)]
+    traffic: Traffic,
+    /// The run is to be cut by the MCU's channel going away (a crash or reset of the MCU meanwhile):
+    /// exit 0 only if at least one reply was right and the next call failed with the error of a
+    /// vanished channel (EPIPE through rpmsg_char, ENODEV through /dev/qfabricN); a failure
+    /// before any reply, a wrong reply, any other error, or every reply right is a failure.
+    #[arg(long)]
+    until_gone: bool,
+}
+
+impl Frames {
+    /// How the run must end: complete, or cut with `gone`, the path's errno for a channel that
+    /// went away.
+    fn ending(&self, gone: Errno) -> traffic::Ending {
+        if self.until_gone {
+            traffic::Ending::Gone(gone)
+        } else {
+            traffic::Ending::Complete
+        }
+    }
+
+    /// The run of `name` (its summary line ends with `via`) whose channel error is `gone`.
+    fn run<'a>(&self, gone: Errno, first_id: u64, name: &'a str, via: &'a str) -> traffic::Run<'a> {
+        traffic::Run {
+            count: self.traffic.count,
+            epoch: self.traffic.epoch.epoch,
+            first_id,
+            tasks: self.traffic.tasks(),
+            ending: self.ending(gone),
+            name,
+            via,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
 struct ChainArgs {
     /// The chain's period.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -162,6 +202,14 @@ struct Dev {
 struct DevTraffic {
     #[command(flatten)]
     traffic: Traffic,
+    #[command(flatten)]
+    dev: Dev,
+}
+
+#[derive(Debug, Args)]
+struct DevFrames {
+    #[command(flatten)]
+    frames: Frames,
     #[command(flatten)]
     dev: Dev,
 }
@@ -232,15 +280,12 @@ fn run(args: &[String]) -> Result<()> {
         Command::DevFrames(args) => {
             let device = Device::open(&args.dev.dev)?;
             let via = format!(", {}", device.path().display());
-            traffic::frames(
-                args.traffic.count,
-                args.traffic.epoch.epoch,
-                dev::FRAMES_FIRST_ID,
-                args.traffic.tasks(),
-                "dev-frames",
-                &via,
-                |mirror, request, what| Ok(dev::exchange(&device, mirror, request, what)?.latency),
-            )
+            let run = args
+                .frames
+                .run(Errno::ENODEV, dev::FRAMES_FIRST_ID, "dev-frames", &via);
+            traffic::frames(&run, |mirror, request, what| {
+                Ok(dev::exchange(&device, mirror, request, what)?.latency)
+            })
         }
         Command::DevConcurrent(args) => dev::concurrent(
             &Device::open(&args.dev.dev)?,
@@ -256,17 +301,14 @@ fn run(args: &[String]) -> Result<()> {
         ),
         Command::DevStats(args) => dev::stats(&Device::open(&args.dev)?),
         Command::DevRecv(args) => recv::check(&Device::open(&args.dev)?),
-        Command::Frames(args) => with_endpoint(|ep| {
-            traffic::frames(
-                args.count,
-                args.epoch.epoch,
-                1,
-                args.tasks(),
-                "frames",
-                "",
-                |mirror, request, what| traffic::exchange(ep, mirror, request, what),
-            )
-        }),
+        Command::Frames(args) => {
+            let run = args.run(Errno::EPIPE, 1, "frames", "");
+            with_endpoint(|ep| {
+                traffic::frames(&run, |mirror, request, what| {
+                    traffic::exchange(ep, mirror, request, what)
+                })
+            })
+        }
         // A resident chain may be sending to this endpoint meanwhile: its results are skipped.
         Command::Sizes(Epoch { epoch }) => {
             with_endpoint(|ep| traffic::sizes(ep, epoch, chain::is_result))
@@ -297,10 +339,14 @@ fn run(args: &[String]) -> Result<()> {
     }
 }
 
-/// Runs `body` on a fresh rpmsg_char endpoint to the MCU's channel, destroyed afterwards.
+/// Runs `body` on a fresh rpmsg_char endpoint to the MCU's channel, destroyed afterwards
+/// unless its channel went away meanwhile (the kernel destroyed it then).
 fn with_endpoint(body: impl FnOnce(&mut Endpoint) -> Result<()>) -> Result<()> {
     let mut ep = Endpoint::open_qfabric()?;
     let result = body(&mut ep);
+    if Eptdev::hung_up(&ep) {
+        return result;
+    }
     let closed = ep.destroy();
     result.and(closed)
 }
@@ -393,11 +439,28 @@ mod tests {
     }
 
     #[test]
+    fn until_gone_is_a_flag_of_the_frame_runs_only() {
+        let Command::DevFrames(d) = parse(&["g", "dev-frames", "--until-gone"]) else {
+            panic!("dev-frames")
+        };
+        let run = d.frames.run(Errno::ENODEV, 1, "dev-frames", "");
+        assert_eq!(run.ending, traffic::Ending::Gone(Errno::ENODEV));
+        let Command::Frames(f) = parse(&["g", "frames"]) else {
+            panic!("frames")
+        };
+        assert_eq!(f.ending(Errno::EPIPE), traffic::Ending::Complete);
+        for other in ["latency", "dev-latency", "dev-concurrent"] {
+            let e = error(&["g", other, "--until-gone"]);
+            assert!(e.contains("'--until-gone'"), "{other}: {e}");
+        }
+    }
+
+    #[test]
     fn flags_take_defaults_and_the_last_value_given() {
         let Command::Frames(t) = parse(&["g", "frames", "--count", "7", "--count", "9"]) else {
             panic!("frames")
         };
-        assert_eq!((t.count, t.epoch.epoch), (9, 1));
+        assert_eq!((t.traffic.count, t.traffic.epoch.epoch), (9, 1));
         let Command::DevConcurrent(c) = parse(&["g", "dev-concurrent"]) else {
             panic!("dev-concurrent")
         };
