@@ -6,7 +6,7 @@ mod common;
 
 use common::write_config;
 use qf_agent::daemon::{Daemon, DaemonConfig, CONFIG_MAX_BYTES};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -96,12 +96,21 @@ fn a_stop_signal_during_start_up_ends_qfabricd() {
         let chain = dir.path().join("chain.toml");
         std::fs::remove_file(&chain).unwrap();
         nix::unistd::mkfifo(&chain, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        let daemon = Command::new(env!("CARGO_BIN_EXE_qfabricd"))
-            .arg("--config")
-            .arg(&config)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_qfabricd"));
+        command.arg("--config").arg(&config).stderr(Stdio::piped());
+        // A test run started in the background of a non-interactive shell inherits SIGINT
+        // ignored, and qfabricd then ends by exit status 130 instead (as documented at
+        // `die_by`): give it the default action so the signal's own end is what is checked.
+        // SAFETY: between fork and exec only async-signal-safe signal(2) calls are made.
+        unsafe {
+            command.pre_exec(|| {
+                for signal in [Signal::SIGTERM, Signal::SIGINT] {
+                    nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigDfl)?;
+                }
+                Ok(())
+            });
+        }
+        let daemon = command.spawn().unwrap();
         let pid = daemon.id();
         // The watcher thread exists once the signals are blocked: from then on the signal
         // reaches only it.
