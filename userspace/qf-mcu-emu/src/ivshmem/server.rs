@@ -194,9 +194,8 @@ impl IvshmemServer {
                     continue;
                 }
                 match self.greet(&stream) {
-                    Ok(fds) => {
+                    Ok(()) => {
                         log::info!("ivshmem: guest connected as peer {GUEST_PEER_ID}");
-                        self.guest.set(Some(GuestLine::Eventfds(fds)));
                         guest = Some(stream);
                     }
                     Err(e) => log::warn!("ivshmem: setting up a guest failed: {e}"),
@@ -222,7 +221,12 @@ impl IvshmemServer {
     }
 
     /// Sends the setup messages of the spec, in the order QEMU's `ivshmem_recv_setup` expects.
-    fn greet(&self, stream: &UnixStream) -> Result<[EventFd; VECTORS], IvshmemError> {
+    /// Sends a new guest its setup and makes it the guest interrupts are raised in. It becomes
+    /// that before its own eventfds are sent, the setup's last messages: from then on it may act
+    /// (ring the MCU, wait for a state change), and an interrupt raised before it has read them
+    /// waits in the eventfd's counter instead of finding no guest. On a failed send there is no
+    /// guest.
+    fn greet(&self, stream: &UnixStream) -> Result<(), IvshmemError> {
         let own = [new_eventfd()?, new_eventfd()?];
         send(stream, PROTOCOL_VERSION, None)?;
         send(stream, i64::from(GUEST_PEER_ID), None)?;
@@ -230,10 +234,21 @@ impl IvshmemServer {
         for fd in &self.mcu.vectors {
             send(stream, i64::from(MCU_PEER_ID), Some(fd.as_fd()))?;
         }
-        for fd in &own {
-            send(stream, i64::from(GUEST_PEER_ID), Some(fd.as_fd()))?;
+        let mut line = self
+            .guest
+            .guest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *line = Some(GuestLine::Eventfds(own));
+        if let Some(GuestLine::Eventfds(own)) = line.as_ref() {
+            for fd in own {
+                if let Err(e) = send(stream, i64::from(GUEST_PEER_ID), Some(fd.as_fd())) {
+                    *line = None;
+                    return Err(e);
+                }
+            }
         }
-        Ok(own)
+        Ok(())
     }
 }
 
