@@ -181,9 +181,9 @@ pub fn frame_input(
         (Some("-"), None) => (read_bounded(stdin, "stdin")?, "stdin".to_string()),
         (None, Some(path)) => {
             let name = path.display().to_string();
-            let mut opened =
-                std::fs::File::open(path).with_context(|| format!("cannot read {name}"))?;
-            (read_bounded(&mut opened, &name)?, name)
+            let bytes = crate::files::read_regular(path, MAX_INPUT_BYTES)
+                .with_context(|| format!("cannot read {name}"))?;
+            (bytes, name)
         }
         (Some(text), None) if !raw => return parse_hex(text),
         (Some(_), None) => bail!("--raw applies to a frame read from stdin (-) or --file"),

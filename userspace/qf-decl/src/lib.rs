@@ -19,6 +19,7 @@ pub mod chain;
 pub mod cli;
 pub mod dynamic;
 mod error;
+pub mod files;
 pub mod rust;
 mod schema;
 mod source;
@@ -29,7 +30,7 @@ use std::path::Path;
 
 pub use error::{DeclError, DeclErrors, Rule};
 pub use schema::{FieldDef, Schema, TaskDef, TypeBody, TypeDef};
-pub use source::{SourceField, SourceFile, SourceTask, SourceType};
+pub use source::{SourceField, SourceFile, SourceTask, SourceType, MAX_DECLARATION_BYTES};
 pub use types::{parse_type, Scalar, TypeExpr};
 pub use validate::variant_name;
 

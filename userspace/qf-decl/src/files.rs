@@ -1,0 +1,133 @@
+//! Bounded reads of input files (declarations, frames, chain files, traces, the agent's
+//! configuration, journal key and anchor, a campaign's results): only a regular file is read,
+//! opened without blocking (a FIFO with no writer would block `open` forever, a device would
+//! never end), refused by size before it is read, and read through the limit in case it grows
+//! meanwhile. Each caller names the file in its error; these errors name what the file is or
+//! its size and the limit.
+
+use std::io::{Error, ErrorKind, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// A byte count in words: `1048576 bytes (1 MiB)`.
+pub fn bytes(count: u64) -> String {
+    if count >= 1 << 20 && count % (1 << 20) == 0 {
+        format!("{count} bytes ({} MiB)", count >> 20)
+    } else if count >= 1 << 10 && count % (1 << 10) == 0 {
+        format!("{count} bytes ({} KiB)", count >> 10)
+    } else {
+        format!("{count} bytes")
+    }
+}
+
+/// The regular file `path`, opened for reading without blocking, and its metadata; anything
+/// else is refused by what it is ("a FIFO, not a regular file"; the error does not name the path).
+pub fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOCTTY).bits())
+        .open(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        Some("a special file")
+    };
+    if let Some(what) = what {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{what}, not a regular file"),
+        ));
+    }
+    Ok((file, meta))
+}
+
+/// The whole of the regular file `path` ([`open_regular`]), at most `max` bytes. The error says
+/// what the file is (a FIFO, a character device, ...) or its size and the limit; it does not
+/// name the path.
+pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let (file, meta) = open_regular(path)?;
+    let too_big = |size: String| {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("{size}, over the limit of {}", bytes(max)),
+        )
+    };
+    if meta.len() > max {
+        return Err(too_big(bytes(meta.len())));
+    }
+    let mut content = Vec::new();
+    file.take(max.saturating_add(1)).read_to_end(&mut content)?;
+    if content.len() as u64 > max {
+        return Err(too_big(format!("more than {}", bytes(max))));
+    }
+    Ok(content)
+}
+
+/// The whole of the regular file `path` as UTF-8 text, at most `max` bytes ([`read_regular`]).
+pub fn read_regular_text(path: &Path, max: u64) -> std::io::Result<String> {
+    String::from_utf8(read_regular(path, max)?).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
+/// For tests of readers that must not block: `f`'s result, panicking if it has none within
+/// 20 s (an upper bound for a call that must return at once, never a timing), so a blocked
+/// call fails its test instead of hanging the suite.
+#[doc(hidden)]
+pub fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(f()));
+    result
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("still blocked after 20 s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A FIFO with no writer, a device and a directory are refused by kind without blocking; a
+    /// file over the limit by size; one at the limit is read.
+    #[test]
+    fn only_a_regular_file_within_the_limit_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        for (path, kind) in [
+            (fifo.as_path(), "a FIFO"),
+            (Path::new("/dev/zero"), "a character device"),
+            (dir.path(), "a directory"),
+        ] {
+            let owned = path.to_owned();
+            let error = within(move || read_regular(&owned, 1 << 20)).unwrap_err();
+            assert_eq!(error.to_string(), format!("{kind}, not a regular file"));
+        }
+        let file = dir.path().join("file");
+        std::fs::write(&file, [b'x'; 2049]).unwrap();
+        assert_eq!(
+            read_regular(&file, 2048).unwrap_err().to_string(),
+            "2049 bytes, over the limit of 2048 bytes (2 KiB)"
+        );
+        assert_eq!(read_regular(&file, 2049).unwrap().len(), 2049);
+        std::fs::write(&file, [b'x', 0xff]).unwrap();
+        assert_eq!(
+            read_regular_text(&file, 2048).unwrap_err().to_string(),
+            "not UTF-8 text (byte 1)"
+        );
+    }
+}
