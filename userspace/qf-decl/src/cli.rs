@@ -102,7 +102,8 @@ pub fn execute(args: &AbiArgs, out: &mut dyn Write) -> Result<()> {
             decl,
         } => {
             let schema = schema_for(decl.as_deref())?;
-            let frame = frame_input(hex.as_deref(), file.as_deref(), *raw, &mut std::io::stdin())?;
+            let mut stdin = crate::files::Deadline::new(std::io::stdin(), MAX_STDIN_WAIT);
+            let frame = frame_input(hex.as_deref(), file.as_deref(), *raw, &mut stdin)?;
             let decoded = decode(&schema, &frame)?;
             writeln!(out, "{}", serde_json::to_string(&decoded)?)?;
         }
@@ -164,6 +165,10 @@ pub fn execute(args: &AbiArgs, out: &mut dyn Write) -> Result<()> {
     }
     Ok(())
 }
+
+/// Longest `qf abi decode -` waits for stdin to end: 60 s, time to paste a frame; a pipe
+/// whose writer neither writes nor closes is refused then.
+pub const MAX_STDIN_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Most bytes `qf abi decode` reads from stdin or a file: far more than any frame (an oversized
 /// one is still read whole, so the decoder reports its real length), bounded all the same.

@@ -6,8 +6,10 @@
 //! its size and the limit.
 
 use std::io::{Error, ErrorKind, Read};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// A byte count in words: `1048576 bytes (1 MiB)`.
 pub fn bytes(count: u64) -> String {
@@ -85,6 +87,49 @@ pub fn read_regular_text(path: &Path, max: u64) -> std::io::Result<String> {
     })
 }
 
+/// A stream (stdin, a pipe) read for at most a total time: each read first waits in `poll` for
+/// what is left of it, and once it has passed the read fails (`TimedOut`, "no end within
+/// 10 s"), so a writer that keeps a pipe open without writing or closing it cannot hold the
+/// reader. Bound the size with [`Read::take`] as well.
+pub struct Deadline<R> {
+    inner: R,
+    wait: Duration,
+    until: Instant,
+}
+
+impl<R: Read + AsFd> Deadline<R> {
+    /// `inner`, read until `wait` from now at most.
+    pub fn new(inner: R, wait: Duration) -> Deadline<R> {
+        Deadline {
+            inner,
+            wait,
+            until: Instant::now() + wait,
+        }
+    }
+}
+
+impl<R: Read + AsFd> Read for Deadline<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        loop {
+            let left = self.until.saturating_duration_since(Instant::now());
+            let mut fds = [PollFd::new(self.inner.as_fd(), PollFlags::POLLIN)];
+            let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, timeout) {
+                Ok(0) if left.is_zero() => {
+                    return Err(Error::new(
+                        ErrorKind::TimedOut,
+                        format!("no end within {} s", self.wait.as_secs_f64()),
+                    ))
+                }
+                Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+                Ok(_) => return self.inner.read(buf),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
 /// For tests of readers that must not block: `f`'s result, panicking if it has none within
 /// 20 s (an upper bound for a call that must return at once, never a timing), so a blocked
 /// call fails its test instead of hanging the suite.
@@ -129,5 +174,34 @@ mod tests {
             read_regular_text(&file, 2048).unwrap_err().to_string(),
             "not UTF-8 text (byte 1)"
         );
+    }
+
+    /// A pipe whose writer neither writes nor closes is refused once the time is up (here none
+    /// is given, so at once); what was written before the end is read.
+    #[test]
+    fn a_silent_pipe_is_refused_when_its_time_is_up() {
+        let pipe = || {
+            let (reader, writer) = nix::unistd::pipe().unwrap();
+            (std::fs::File::from(reader), std::fs::File::from(writer))
+        };
+        let (reader, writer) = pipe();
+        let error = within(move || {
+            let _writer = writer;
+            let mut bytes = Vec::new();
+            Deadline::new(reader, Duration::ZERO)
+                .read_to_end(&mut bytes)
+                .unwrap_err()
+        });
+        assert_eq!(error.kind(), ErrorKind::TimedOut);
+        assert_eq!(error.to_string(), "no end within 0 s");
+
+        let (reader, mut writer) = pipe();
+        std::io::Write::write_all(&mut writer, b"00ff").unwrap();
+        drop(writer);
+        let mut bytes = Vec::new();
+        Deadline::new(reader, Duration::from_secs(20))
+            .read_to_end(&mut bytes)
+            .unwrap();
+        assert_eq!(bytes, b"00ff");
     }
 }
