@@ -55,25 +55,54 @@ pub fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Met
     Ok((file, meta))
 }
 
-/// The whole of the regular file `path` ([`open_regular`]), at most `max` bytes. The error says
-/// what the file is (a FIFO, a character device, ...) or its size and the limit; it does not
-/// name the path.
-pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+/// The regular file `path` ([`open_regular`]) to be read, streaming, through at most `max`
+/// bytes: refused by its size before a byte is read, and a read that passes `max` (the file
+/// grew meanwhile) fails. The errors say what the file is, or its size and the limit; they do
+/// not name the path.
+pub fn open_bounded(path: &Path, max: u64) -> std::io::Result<Bounded> {
     let (file, meta) = open_regular(path)?;
-    let too_big = |size: String| {
-        Error::new(
-            ErrorKind::InvalidData,
-            format!("{size}, over the limit of {}", bytes(max)),
-        )
-    };
     if meta.len() > max {
-        return Err(too_big(bytes(meta.len())));
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!("{}, over the limit of {}", bytes(meta.len()), bytes(max)),
+        ));
     }
+    Ok(Bounded {
+        inner: file.take(max.saturating_add(1)),
+        max,
+        read: 0,
+    })
+}
+
+/// A regular file read through a limit ([`open_bounded`]).
+#[derive(Debug)]
+pub struct Bounded {
+    inner: std::io::Take<std::fs::File>,
+    max: u64,
+    read: u64,
+}
+
+impl Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let count = self.inner.read(buf)?;
+        self.read += count as u64;
+        if self.read > self.max {
+            return Err(Error::new(
+                ErrorKind::InvalidData,
+                format!(
+                    "grew past the limit of {} while it was read",
+                    bytes(self.max)
+                ),
+            ));
+        }
+        Ok(count)
+    }
+}
+
+/// The whole of the regular file `path`, at most `max` bytes ([`open_bounded`]).
+pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     let mut content = Vec::new();
-    file.take(max.saturating_add(1)).read_to_end(&mut content)?;
-    if content.len() as u64 > max {
-        return Err(too_big(format!("more than {}", bytes(max))));
-    }
+    open_bounded(path, max)?.read_to_end(&mut content)?;
     Ok(content)
 }
 
@@ -169,6 +198,14 @@ mod tests {
             "2049 bytes, over the limit of 2048 bytes (2 KiB)"
         );
         assert_eq!(read_regular(&file, 2049).unwrap().len(), 2049);
+        // A file that grows past the limit after it was opened fails its read.
+        std::fs::write(&file, [b'x'; 2048]).unwrap();
+        let mut opened = open_bounded(&file, 2048).unwrap();
+        std::fs::write(&file, [b'x'; 4096]).unwrap();
+        assert_eq!(
+            opened.read_to_end(&mut Vec::new()).unwrap_err().to_string(),
+            "grew past the limit of 2048 bytes (2 KiB) while it was read"
+        );
         std::fs::write(&file, [b'x', 0xff]).unwrap();
         assert_eq!(
             read_regular_text(&file, 2048).unwrap_err().to_string(),

@@ -38,26 +38,10 @@ pub const MCU_TEXT_MAX_BYTES: u64 = 1 << 20;
 
 /// SHA-256 of a file, hex, streamed: a regular file of at most [`MAX_DIGEST_BYTES`].
 pub fn sha256_file(path: &Path) -> Result<String> {
-    use std::io::Read as _;
     let reading = || format!("reading {}", path.display());
-    let (file, meta) = crate::files::open_regular(path).with_context(reading)?;
-    let limit = crate::files::bytes(MAX_DIGEST_BYTES);
-    if meta.len() > MAX_DIGEST_BYTES {
-        anyhow::bail!(
-            "{}: {}, over the limit of {limit}",
-            path.display(),
-            crate::files::bytes(meta.len())
-        );
-    }
+    let mut file = crate::files::open_bounded(path, MAX_DIGEST_BYTES).with_context(reading)?;
     let mut digest = Sha256::new();
-    let read =
-        std::io::copy(&mut file.take(MAX_DIGEST_BYTES + 1), &mut digest).with_context(reading)?;
-    if read > MAX_DIGEST_BYTES {
-        anyhow::bail!(
-            "{}: grew past the limit of {limit} while it was read",
-            path.display()
-        );
-    }
+    std::io::copy(&mut file, &mut digest).with_context(reading)?;
     Ok(hex::encode(digest.finalize()))
 }
 
