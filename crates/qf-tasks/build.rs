@@ -10,7 +10,14 @@ fn main() {
     );
     let declarations = manifest.join("qtasks.toml");
     println!("cargo:rerun-if-changed={}", declarations.display());
-    let schema = match qf_decl::load(&declarations) {
+    let text = match std::fs::read_to_string(&declarations) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("reading {}: {error}", declarations.display());
+            std::process::exit(1);
+        }
+    };
+    let schema = match qf_decl::load_str(&text, "crates/qf-tasks/qtasks.toml", false) {
         Ok(schema) => schema,
         Err(errors) => {
             eprintln!("{errors}");

@@ -1,6 +1,6 @@
-//! What `qfabricd` refuses at start, and how it says so: a configuration that is a device, a FIFO
-//! or too big; a state or journal directory it cannot write; and a stop signal during start-up
-//! always ends it.
+//! What `qfabricd` refuses at start, and how it says so: a configuration or chain file that is
+//! a device, a FIFO or too big; a state or journal directory it cannot write; and a stop signal
+//! during start-up always ends it.
 
 mod common;
 
@@ -84,18 +84,89 @@ fn a_configuration_over_the_size_limit_is_refused_by_size() {
     assert!(error.contains("missing field"), "{error}");
 }
 
-/// SIGTERM while start-up waits (here on a chain file that is a FIFO no one writes): the
-/// signal was blocked for the watcher thread, which only raised a flag the run loop never got
-/// to read, so qfabricd ignored SIGTERM and SIGINT for good. It now dies by the signal.
+/// A chain file that is a FIFO no one writes to held start-up in open() for good; one over
+/// the limit was read whole. Both are refused at once, naming the file and what it is or the
+/// limit (the oversized one a sparse 1 TiB file: reading it would never end).
+#[test]
+fn a_fifo_or_oversized_chain_file_is_refused_at_once() {
+    use qf_evidence::chain::MAX_CHAIN_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "linux", "", "");
+    let chain = dir.path().join("chain.toml");
+    std::fs::remove_file(&chain).unwrap();
+    nix::unistd::mkfifo(&chain, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let output = wait_at_most(
+        qfabricd_limited(&config),
+        Duration::from_secs(20),
+        "FIFO chain",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "reading chain file {}: a FIFO, not a regular file",
+            chain.display()
+        )),
+        "{stderr}"
+    );
+    std::fs::remove_file(&chain).unwrap();
+    std::fs::File::create(&chain)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let output = wait_at_most(
+        qfabricd_limited(&config),
+        Duration::from_secs(20),
+        "huge chain",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "reading chain file {}: 1099511627776 bytes (1048576 MiB), over the limit of \
+             {MAX_CHAIN_BYTES} bytes (1 MiB)",
+            chain.display()
+        )),
+        "{stderr}"
+    );
+}
+
+/// SIGTERM while start-up waits: the signal was blocked for the watcher thread, which only
+/// raised a flag the run loop never got to read, so qfabricd ignored SIGTERM and SIGINT for
+/// good. It now dies by the signal.
+///
+/// Start-up waits here on its MCU endpoint, a Unix socket whose listener never accepts and
+/// whose backlog (0) one queued connection fills: `connect` then waits for the listener, and
+/// since the test never accepts, the wait cannot end before the signal, whenever it comes.
+/// (Every file start-up reads is refused at once if it is a FIFO, so none can hold it.)
 #[test]
 fn a_stop_signal_during_start_up_ends_qfabricd() {
     use nix::sys::signal::Signal;
+    use nix::sys::socket::{bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType};
+    use std::os::fd::AsRawFd;
     for signal in [Signal::SIGTERM, Signal::SIGINT] {
         let dir = tempfile::tempdir().unwrap();
-        let config = write_config(dir.path(), "linux", "", "");
-        let chain = dir.path().join("chain.toml");
-        std::fs::remove_file(&chain).unwrap();
-        nix::unistd::mkfifo(&chain, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let endpoint = dir.path().join("mcu.sock");
+        let listener = socket(
+            AddressFamily::Unix,
+            SockType::Stream,
+            SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .unwrap();
+        bind(
+            listener.as_raw_fd(),
+            &nix::sys::socket::UnixAddr::new(&endpoint).unwrap(),
+        )
+        .unwrap();
+        listen(&listener, Backlog::new(0).unwrap()).unwrap();
+        let _queued = std::os::unix::net::UnixStream::connect(&endpoint).unwrap();
+        let config = write_config(
+            dir.path(),
+            "linux",
+            &format!("mcu_socket = \"{}\"\n", endpoint.display()),
+            "",
+        );
         let mut command = Command::new(env!("CARGO_BIN_EXE_qfabricd"));
         command.arg("--config").arg(&config).stderr(Stdio::piped());
         // A test run started in the background of a non-interactive shell inherits SIGINT

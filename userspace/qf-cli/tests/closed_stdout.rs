@@ -1,13 +1,13 @@
 //! The built `qf` with its standard output a pipe whose reader is gone (`qf status | head -c0`):
 //! `qf status` and `qf replay` end quietly with status 141 (128 + SIGPIPE), nothing on stderr
-//! (`qf sim`'s own case is in `qf_sim.rs`). Each command's input is held back (a status server
-//! that answers late, a chain file that is a FIFO) until the reader is closed, so `qf` cannot
-//! have written before. And the other side of the rule: a broken pipe that is *not* standard
+//! (`qf sim`'s own case is in `qf_sim.rs`). `qf status`'s input is held back (a status server
+//! that answers late) until the reader is closed, and `qf replay` starts with its reader already
+//! closed, so `qf` cannot have written before. And the other side of the rule: a broken pipe that is *not* standard
 //! output (the MCU's socket) is an error with a message, not a quiet 141.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -87,10 +87,15 @@ fn write_traces(dir: &Path) {
     }
 }
 
-fn fifo(path: &Path) -> PathBuf {
-    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
-    assert!(made.success());
-    path.to_owned()
+/// Runs `command` with stdout and stderr piped, stdout's reader closed before it starts.
+fn output_with_stdout_closed(command: &mut Command) -> Output {
+    let (reader, writer) = nix::unistd::pipe().expect("pipe");
+    drop(reader);
+    command
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("qf runs")
 }
 
 #[test]
@@ -99,7 +104,8 @@ fn qf_replay_ends_quietly_on_a_closed_stdout() {
     write_traces(dir.path());
     let chain = "[[task]]\nname = \"stage\"\neffect = \"pure\"\ndomains = [\"linux\", \"mcu\"]\nstart = \"linux\"\ndeadline_us = 1000\n";
     for json in [false, true] {
-        let chain_path = fifo(&dir.path().join(format!("chain-{json}.toml")));
+        let chain_path = dir.path().join("chain.toml");
+        std::fs::write(&chain_path, chain).unwrap();
         let mut command = qf();
         command
             .arg("replay")
@@ -111,13 +117,7 @@ fn qf_replay_ends_quietly_on_a_closed_stdout() {
         if json {
             command.arg("--json");
         }
-        let child = spawn_with_stdout_closed(&mut command);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&chain_path)
-            .and_then(|mut f| f.write_all(chain.as_bytes()))
-            .expect("chain written to the FIFO");
-        let output = child.wait_with_output().unwrap();
+        let output = output_with_stdout_closed(&mut command);
         assert_quiet_141(
             &output,
             if json {

@@ -102,7 +102,8 @@ pub fn execute(args: &AbiArgs, out: &mut dyn Write) -> Result<()> {
             decl,
         } => {
             let schema = schema_for(decl.as_deref())?;
-            let frame = frame_input(hex.as_deref(), file.as_deref(), *raw, &mut std::io::stdin())?;
+            let mut stdin = crate::files::Deadline::new(std::io::stdin(), MAX_STDIN_WAIT);
+            let frame = frame_input(hex.as_deref(), file.as_deref(), *raw, &mut stdin)?;
             let decoded = decode(&schema, &frame)?;
             writeln!(out, "{}", serde_json::to_string(&decoded)?)?;
         }
@@ -165,6 +166,10 @@ pub fn execute(args: &AbiArgs, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// Longest `qf abi decode -` waits for stdin to end: 60 s, time to paste a frame; a pipe
+/// whose writer neither writes nor closes is refused then.
+pub const MAX_STDIN_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Most bytes `qf abi decode` reads from stdin or a file: far more than any frame (an oversized
 /// one is still read whole, so the decoder reports its real length), bounded all the same.
 pub const MAX_INPUT_BYTES: u64 = 16 << 20;
@@ -181,9 +186,9 @@ pub fn frame_input(
         (Some("-"), None) => (read_bounded(stdin, "stdin")?, "stdin".to_string()),
         (None, Some(path)) => {
             let name = path.display().to_string();
-            let mut opened =
-                std::fs::File::open(path).with_context(|| format!("cannot read {name}"))?;
-            (read_bounded(&mut opened, &name)?, name)
+            let bytes = crate::files::read_regular(path, MAX_INPUT_BYTES)
+                .with_context(|| format!("cannot read {name}"))?;
+            (bytes, name)
         }
         (Some(text), None) if !raw => return parse_hex(text),
         (Some(_), None) => bail!("--raw applies to a frame read from stdin (-) or --file"),

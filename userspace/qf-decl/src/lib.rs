@@ -16,19 +16,22 @@
 
 pub mod c;
 pub mod chain;
+#[cfg(feature = "files")]
 pub mod cli;
 pub mod dynamic;
 mod error;
+#[cfg(feature = "files")]
+pub mod files;
 pub mod rust;
 mod schema;
 mod source;
 mod types;
 mod validate;
 
-use std::path::Path;
-
 pub use error::{DeclError, DeclErrors, Rule};
 pub use schema::{FieldDef, Schema, TaskDef, TypeBody, TypeDef};
+#[cfg(feature = "files")]
+pub use source::MAX_DECLARATION_BYTES;
 pub use source::{SourceField, SourceFile, SourceTask, SourceType};
 pub use types::{parse_type, Scalar, TypeExpr};
 pub use validate::variant_name;
@@ -65,7 +68,8 @@ pub fn load_str(text: &str, origin: &str, json: bool) -> Result<Schema, DeclErro
 
 /// Reads, parses and validates a declaration file (`.json` = JSON, else TOML), built-ins
 /// included.
-pub fn load(path: &Path) -> Result<Schema, DeclErrors> {
+#[cfg(feature = "files")]
+pub fn load(path: &std::path::Path) -> Result<Schema, DeclErrors> {
     let file = SourceFile::read(path)?;
     validate::validate(&builtin_source(), &file, &path.display().to_string())
 }

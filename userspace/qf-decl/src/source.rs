@@ -2,7 +2,6 @@
 //! (`declarations.json`), same shape. Nothing is checked here beyond syntax; see `validate`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::Deserialize;
 
@@ -55,6 +54,11 @@ pub struct SourceTask {
     pub response: String,
 }
 
+#[cfg(feature = "files")]
+/// The largest declaration file read: 1 MiB. `crates/qf-tasks/qtasks.toml` declares every
+/// task in under 10 KiB, so a bigger file is not a declaration file.
+pub const MAX_DECLARATION_BYTES: u64 = 1 << 20;
+
 impl SourceFile {
     /// Parses declaration text; `json` selects the reference's JSON spelling instead of TOML.
     pub fn parse(text: &str, origin: &str, json: bool) -> Result<SourceFile, DeclErrors> {
@@ -66,10 +70,12 @@ impl SourceFile {
         parsed.map_err(|message| DeclErrors(vec![DeclError::syntax(origin, message)]))
     }
 
-    /// Reads and parses a file; `.json` files are JSON, everything else TOML.
-    pub fn read(path: &Path) -> Result<SourceFile, DeclErrors> {
+    #[cfg(feature = "files")]
+    /// Reads and parses a file, a regular file of at most [`MAX_DECLARATION_BYTES`] (a FIFO or
+    /// device is refused without waiting on it); `.json` files are JSON, everything else TOML.
+    pub fn read(path: &std::path::Path) -> Result<SourceFile, DeclErrors> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::files::read_regular_text(path, MAX_DECLARATION_BYTES).map_err(|e| {
             DeclErrors(vec![DeclError::syntax(
                 &origin,
                 format!("cannot read: {e}"),

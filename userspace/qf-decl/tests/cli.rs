@@ -320,11 +320,63 @@ fn a_megabyte_frame_is_read_and_refused_as_oversized_and_endless_input_is_bounde
     let error = qf_abi(&["decode", "--file", "/dev/zero", "--raw"]).expect_err("endless");
     assert_eq!(
         error,
-        "cannot read /dev/zero: more than 16 MiB, far more than a frame (1024 bytes at most)"
+        "cannot read /dev/zero: a character device, not a regular file"
+    );
+    // Refused by its size before a byte is read: reading 1 TiB would never end.
+    let huge = dir.path().join("huge.bin");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let error =
+        qf_abi(&["decode", "--file", huge.to_str().unwrap(), "--raw"]).expect_err("over the limit");
+    assert_eq!(
+        error,
+        format!(
+            "cannot read {}: 1099511627776 bytes (1048576 MiB), over the limit of 16777216 \
+             bytes (16 MiB)",
+            huge.display()
+        )
     );
     let error = qf_abi(&["decode", "--file", "/nonexistent/frame.hex"]).expect_err("missing");
     assert_eq!(
         error,
         "cannot read /nonexistent/frame.hex: No such file or directory (os error 2)"
+    );
+}
+
+/// `qf abi decode --file`, `check` and `decode --decl` given a FIFO nobody writes to return at
+/// once, naming the file and what it is; a declaration file over its limit is refused by size.
+#[test]
+fn a_fifo_is_refused_at_once_and_an_oversized_declaration_file_by_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("frame.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let name = fifo.display().to_string();
+    for args in [
+        vec!["decode", "--file", name.as_str(), "--raw"],
+        vec!["check", name.as_str()],
+        vec!["decode", "--decl", name.as_str(), "00"],
+    ] {
+        let args: Vec<String> = args.into_iter().map(String::from).collect();
+        let error = qf_decl::files::within(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            qf_abi(&args).expect_err("a FIFO is refused")
+        });
+        assert!(
+            error.contains(&name) && error.contains("a FIFO, not a regular file"),
+            "{error}"
+        );
+    }
+    let huge = dir.path().join("huge.toml");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let error = qf_abi(&["check", huge.to_str().unwrap()]).expect_err("over the limit");
+    assert!(
+        error.contains(&huge.display().to_string())
+            && error.contains("over the limit of 1048576 bytes (1 MiB)"),
+        "{error}"
     );
 }

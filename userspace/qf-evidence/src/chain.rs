@@ -38,10 +38,15 @@ pub struct Chain {
     pub task: Vec<TaskDecl>,
 }
 
+/// The largest chain file read: 1 MiB. A chain names a few tasks in a few hundred bytes each,
+/// so a bigger file is not a chain; the bound keeps a wrong path from being read into memory.
+pub const MAX_CHAIN_BYTES: u64 = 1 << 20;
+
 impl Chain {
-    /// Reads and validates a chain file; errors name the file, the task and the field.
+    /// Reads and validates a chain file, a regular file of at most [`MAX_CHAIN_BYTES`] (a FIFO
+    /// or device is refused without waiting on it); errors name the file, the task and the field.
     pub fn load(path: &Path) -> Result<Chain> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::files::read_regular_text(path, MAX_CHAIN_BYTES)
             .with_context(|| format!("reading chain file {}", path.display()))?;
         Chain::parse(&text).with_context(|| format!("chain file {}", path.display()))
     }

@@ -13,7 +13,7 @@ use crate::chain::{Chain, TaskDecl};
 use crate::replay::{replay, Policy, ReplayInputs, ReplayResult};
 use crate::synthetic::{CALLERS, LOADS, WORKLOADS};
 use crate::traces::{trace_file_name, Trace};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use qf_decision::contract::{deadline_rule_us, ContractConfig};
 use qf_decision::model::{DomainEvidence, DomainId, EffectClass};
 use serde::{Deserialize, Serialize};
@@ -248,18 +248,53 @@ fn write_results(dir: &Path, results: &[CellResult]) -> Result<()> {
     Ok(())
 }
 
-/// Reads `cells.jsonl` back (the report's input).
+/// The most lines `cells.jsonl` is read with: 100,000. The grid and the ablation write one line
+/// a cell, a few hundred in all.
+pub const MAX_CELLS: usize = 100_000;
+
+/// The largest `cells.jsonl` read: 256 MiB. A line is under 1 KiB plus about 200 bytes a
+/// recorded decision (the policies switch tens of times a cell), so a real file is well under
+/// 1 MiB; the bound keeps a wrong path from being read into memory.
+pub const MAX_CELLS_BYTES: u64 = 256 << 20;
+
+/// Reads `cells.jsonl` back (the report's input), streaming: a regular file of at most
+/// [`MAX_CELLS_BYTES`] and [`MAX_CELLS`] lines (a FIFO or device is refused without waiting
+/// on it); errors name the file and the line, or the limit.
 pub fn read_cells(path: &Path) -> Result<Vec<CellResult>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(index, line)| {
-            serde_json::from_str(line)
-                .with_context(|| format!("{} line {}", path.display(), index + 1))
-        })
-        .collect()
+    read_cells_within(path, MAX_CELLS_BYTES, MAX_CELLS)
+}
+
+fn read_cells_within(path: &Path, max_bytes: u64, max_lines: usize) -> Result<Vec<CellResult>> {
+    use std::io::BufRead as _;
+    let file = crate::files::open_bounded(path, max_bytes)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut cells = Vec::new();
+    let mut line = String::new();
+    for number in 1.. {
+        line.clear();
+        if reader
+            .read_line(&mut line)
+            .with_context(|| format!("{} line {number}", path.display()))?
+            == 0
+        {
+            break;
+        }
+        if number > max_lines {
+            bail!(
+                "{} line {number}: more than {max_lines} lines, the limit",
+                path.display()
+            );
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        cells.push(
+            serde_json::from_str(&line)
+                .with_context(|| format!("{} line {number}", path.display()))?,
+        );
+    }
+    Ok(cells)
 }
 
 /// Writes synthetic traces for the whole grid under `root` (see [`crate::synthetic`]).
@@ -282,4 +317,43 @@ pub fn write_synthetic_traces(root: &Path, rows: usize, seed: u64) -> Result<()>
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A FIFO with no writer is refused at once by what it is; a file over the byte limit by
+    /// its size, before a byte is read (a sparse 1 TiB file: reading it would never end); a
+    /// file with a line past the line limit at that line.
+    #[test]
+    fn a_fifo_an_oversized_file_and_too_many_lines_are_refused_naming_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("cells.jsonl");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let error = crate::files::within(move || format!("{:#}", read_cells(&fifo).unwrap_err()));
+        assert!(error.contains("cells.jsonl") && error.contains("a FIFO, not a regular file"));
+
+        let huge = dir.path().join("huge.jsonl");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(1 << 40)
+            .unwrap();
+        assert_eq!(
+            format!("{:#}", read_cells(&huge).unwrap_err()),
+            format!(
+                "reading {}: 1099511627776 bytes (1048576 MiB), over the limit of 268435456 \
+                 bytes (256 MiB)",
+                huge.display()
+            )
+        );
+
+        let lines = dir.path().join("lines.jsonl");
+        std::fs::write(&lines, "\n\n\n").unwrap();
+        assert!(read_cells_within(&lines, 1 << 20, 3).unwrap().is_empty());
+        assert_eq!(
+            format!("{:#}", read_cells_within(&lines, 1 << 20, 2).unwrap_err()),
+            format!("{} line 3: more than 2 lines, the limit", lines.display())
+        );
+    }
 }

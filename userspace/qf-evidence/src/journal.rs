@@ -1024,7 +1024,7 @@ mod tests {
     /// key of mode 0600 that is a huge file was read whole; both are refused by kind or size.
     #[test]
     fn a_key_or_anchor_that_is_not_a_small_regular_file_is_refused() {
-        use crate::files::tests::within;
+        use crate::files::within;
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("journal.key");
@@ -1051,7 +1051,7 @@ mod tests {
     /// buffer; a journal that is a FIFO is refused instead of blocking in open().
     #[test]
     fn records_are_read_within_the_limit_and_a_fifo_journal_is_refused() {
-        use crate::files::tests::within;
+        use crate::files::within;
         let (_dir, path) = journal_with(2);
         let text = std::fs::read_to_string(&path).unwrap();
         let over = usize::try_from(RECORD_MAX).unwrap() + 1;

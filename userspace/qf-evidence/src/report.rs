@@ -29,10 +29,20 @@ use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// SHA-256 of a file, hex.
+/// The largest input whose digest is taken: the largest any reader of the report accepts
+/// ([`crate::evaluate::MAX_CELLS_BYTES`], over [`crate::traces::MAX_TRACE_BYTES`]).
+pub const MAX_DIGEST_BYTES: u64 = crate::evaluate::MAX_CELLS_BYTES;
+
+/// The largest `mcu.txt` read: 1 MiB (it holds a few lines).
+pub const MCU_TEXT_MAX_BYTES: u64 = 1 << 20;
+
+/// SHA-256 of a file, hex, streamed: a regular file of at most [`MAX_DIGEST_BYTES`].
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(hex::encode(Sha256::digest(&bytes)))
+    let reading = || format!("reading {}", path.display());
+    let mut file = crate::files::open_bounded(path, MAX_DIGEST_BYTES).with_context(reading)?;
+    let mut digest = Sha256::new();
+    std::io::copy(&mut file, &mut digest).with_context(reading)?;
+    Ok(hex::encode(digest.finalize()))
 }
 
 /// Generates the report for campaign `dir`; returns the files written. A repeated campaign
@@ -157,8 +167,8 @@ fn mcu_description(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<String> {
     if !path.exists() {
         return Ok(String::new());
     }
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = crate::files::read_regular_text(&path, MCU_TEXT_MAX_BYTES)
+        .with_context(|| format!("reading {}", path.display()))?;
     inputs.push(path);
     let mut paragraph = String::from("\nThe MCU that answered (mcu.txt):\n\n");
     for line in text.lines().filter(|l| !l.trim().is_empty()) {

@@ -150,18 +150,23 @@ pub struct HostConditions {
     pub steal_percent: f64,
 }
 
+/// The largest file of `run/host/` read: 1 MiB (each holds a line or two).
+pub const HOST_FILE_MAX_BYTES: u64 = 1 << 20;
+
 impl HostConditions {
-    /// Reads `run/host/`; every missing or malformed file is an error naming it.
+    /// Reads `run/host/`, regular files of at most [`HOST_FILE_MAX_BYTES`] each; every
+    /// missing, special, oversized or malformed file is an error naming it.
     pub fn read(run: &Path, inputs: &mut Vec<PathBuf>) -> Result<HostConditions> {
         let host = run.join("host");
         let mut read = |name: &str| -> Result<(String, PathBuf)> {
             let path = host.join(name);
-            let text = std::fs::read_to_string(&path).with_context(|| {
-                format!(
-                    "reading {} (scripts/viii-a --runs records the host's conditions there)",
-                    path.display()
-                )
-            })?;
+            let text =
+                crate::files::read_regular_text(&path, HOST_FILE_MAX_BYTES).with_context(|| {
+                    format!(
+                        "reading {} (scripts/viii-a --runs records the host's conditions there)",
+                        path.display()
+                    )
+                })?;
             inputs.push(path.clone());
             Ok((text, path))
         };
