@@ -5,7 +5,12 @@
 //! rpmsg (they start in 6.13). The kernel patch in `kernel-patches/linux/` exposes the C headers
 //! to bindgen; this module wraps the few calls the qfabric kernel modules make, so that the
 //! `unsafe` stays here, each block with the invariant that makes it sound, and the drivers read
-//! as ordinary Rust. Every module of ours includes this directory (`mod qfabric;`); a module
+//! as ordinary Rust.
+//!
+//! The same module sources build on Linux 7.3: Kbuild passes `--cfg qf_linux_7_3`, and this
+//! layer alone differs, using 7.3's own abstractions where they fit (PCI enable, BAR mapping and
+//! MMIO, MSI-X vectors, sleeping, error codes); kernel threads, remoteproc and rpmsg have none in
+//! 7.3 and stay on the bindings `kernel-patches/linux/7.3/` exposes. Every module of ours includes this directory (`mod qfabric;`); a module
 //! uses only part of it, hence the `dead_code` allowance.
 // Items are `pub` for the including module; `unreachable_pub` would ask for `pub(crate)`.
 #![allow(dead_code, unreachable_pub)]
@@ -31,7 +36,22 @@ pub fn from_err_ptr<T>(ptr: *mut T) -> Result<*mut T> {
     }
 }
 
+/// Errors `kernel::error::code` declares from 7.3 on (6.12 does not).
+#[cfg(qf_linux_7_3)]
+pub mod errno {
+    use kernel::error::{code, Error};
+
+    pub fn emsgsize() -> Error {
+        code::EMSGSIZE
+    }
+
+    pub fn etimedout() -> Error {
+        code::ETIMEDOUT
+    }
+}
+
 /// Errors `kernel::error::code` (6.12) does not declare.
+#[cfg(not(qf_linux_7_3))]
 pub mod errno {
     use kernel::error::Error;
 
@@ -59,11 +79,16 @@ pub fn now_ns() -> i64 {
     unsafe { kernel::bindings::ktime_get() }
 }
 
-/// Sleeps for about `ms` milliseconds (`msleep`); may only be called where sleeping is allowed,
+/// Sleeps for about `ms` milliseconds (`msleep`; 7.3: `kernel::time::delay::fsleep`); may only be called where sleeping is allowed,
 /// which every caller in these modules (probe, remoteproc ops, kernel threads) is.
 pub fn sleep_ms(ms: u32) {
+    #[cfg(not(qf_linux_7_3))]
     // SAFETY: `msleep` only sleeps; all callers run in process context.
-    unsafe { kernel::bindings::msleep(ms) }
+    unsafe {
+        kernel::bindings::msleep(ms)
+    };
+    #[cfg(qf_linux_7_3)]
+    kernel::time::delay::fsleep(kernel::time::Delta::from_millis(ms.into()));
 }
 
 /// A full memory barrier: orders our writes to shared memory before the doorbell or before
