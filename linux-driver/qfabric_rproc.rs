@@ -24,7 +24,7 @@ use qfabric::pci::{self, Device};
 use qfabric::rproc::{self, Owned, Platform, Rproc, RprocCell, Subdev, SubdevHooks};
 use qfabric::shm::Shm;
 
-module! {
+qfabric::module! {
     type: QfabricRproc,
     name: "qfabric_rproc",
     author: "qfabric",

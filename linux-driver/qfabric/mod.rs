@@ -26,6 +26,40 @@ pub mod shm;
 
 use kernel::error::{Error, Result};
 
+/// `kernel::module!` for a module with one author: 6.12 names the key `author`, 7.3 `authors`
+/// (a list) and refuses `author`.
+#[cfg(not(qf_linux_7_3))]
+macro_rules! module {
+    (type: $t:tt, name: $n:tt, author: $a:tt, description: $d:tt, license: $l:tt $(,)?) => {
+        kernel::prelude::module! { type: $t, name: $n, author: $a, description: $d, license: $l, }
+    };
+}
+#[cfg(qf_linux_7_3)]
+macro_rules! module {
+    (type: $t:tt, name: $n:tt, author: $a:tt, description: $d:tt, license: $l:tt $(,)?) => {
+        kernel::prelude::module! { type: $t, name: $n, authors: [$a], description: $d, license: $l, }
+    };
+}
+pub(crate) use module;
+
+/// `pin_init_array_from_fn`: `kernel::init`'s in 6.12, the `pin_init` crate's in 7.3 (only
+/// `qfabric_rpmsg` uses it).
+#[cfg(not(qf_linux_7_3))]
+#[allow(unused_imports)]
+pub use kernel::init::pin_init_array_from_fn;
+#[cfg(qf_linux_7_3)]
+#[allow(unused_imports)]
+pub use pin_init::pin_init_array_from_fn;
+
+/// The user memory `[addr, addr + len)` (`UserSlice::new`: 6.12's `UserPtr` is a `usize`, 7.3's
+/// a type of its own).
+pub fn user_slice(addr: usize, len: usize) -> kernel::uaccess::UserSlice {
+    #[cfg(not(qf_linux_7_3))]
+    return kernel::uaccess::UserSlice::new(addr, len);
+    #[cfg(qf_linux_7_3)]
+    return kernel::uaccess::UserSlice::new(kernel::uaccess::UserPtr::from_addr(addr), len);
+}
+
 /// `IS_ERR`/`PTR_ERR` for pointers returned by C: the top 4095 addresses encode `-errno`.
 pub fn from_err_ptr<T>(ptr: *mut T) -> Result<*mut T> {
     let value = ptr as isize;
