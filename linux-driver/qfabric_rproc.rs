@@ -114,8 +114,8 @@ impl Board {
             if now - logged > WAIT_LOG_EVERY_MS * 1_000_000 {
                 logged = now;
                 pr_info!(
-                    "waiting for the MCU to run ({} s): state {}, generation {}\n",
-                    (now - started) / 1_000_000_000,
+                    "waiting for the MCU to run ({} ms): state {}, generation {}\n",
+                    qfabric::ns_to_ms(now - started),
                     status.mcu_state,
                     status.generation
                 );
@@ -136,7 +136,7 @@ impl Board {
                 .store(status.heartbeat, Ordering::Relaxed);
             self.heartbeat_changed_ns.store(now, Ordering::Relaxed);
         }
-        let stalled_ms = (now - self.heartbeat_changed_ns.load(Ordering::Relaxed)) / 1_000_000;
+        let stalled_ms = qfabric::ns_to_ms(now - self.heartbeat_changed_ns.load(Ordering::Relaxed));
         let attached_generation = self.attached_generation.load(Ordering::Acquire);
         if status.magic != board::MAGIC {
             pr_err!(

@@ -125,6 +125,24 @@ pub fn sleep_ms(ms: u32) {
     kernel::time::delay::fsleep(kernel::time::Delta::from_millis(ms.into()));
 }
 
+/// `ns` in whole milliseconds, rounded towards zero. 32-bit Arm's kernel has no 64-bit
+/// division for Rust (`__aeabi_ldivmod` is not exported, `__aeabi_uldivmod` is a panicking stub):
+/// 7.3's `Delta` divides through `ktime_to_ms` there; 6.12 has no 32-bit Arm Rust.
+pub fn ns_to_ms(ns: i64) -> i64 {
+    #[cfg(not(qf_linux_7_3))]
+    return ns / 1_000_000;
+    #[cfg(qf_linux_7_3)]
+    return kernel::time::Delta::from_nanos(ns).as_millis();
+}
+
+/// `ns` in milliseconds, rounded up (for positive `ns`); see [`ns_to_ms`].
+pub fn ns_to_ms_ceil(ns: i64) -> i64 {
+    #[cfg(not(qf_linux_7_3))]
+    return (ns + 999_999) / 1_000_000;
+    #[cfg(qf_linux_7_3)]
+    return kernel::time::Delta::from_nanos(ns).as_millis_ceil();
+}
+
 /// A full memory barrier: orders our writes to shared memory before the doorbell or before
 /// the next field the remote polls (the C drivers' `wmb()`/`mb()`).
 pub fn full_barrier() {

@@ -48,7 +48,7 @@ fn deadline_in(ms: u32) -> i64 {
 /// The wait left until `deadline` (ns) in jiffies, rounded up; `None` once it has passed.
 fn jiffies_until(deadline: i64) -> Option<kernel::time::Jiffies> {
     let left_ns = deadline - now_ns();
-    (left_ns > 0).then(|| kernel::time::msecs_to_jiffies(((left_ns + 999_999) / 1_000_000) as u32))
+    (left_ns > 0).then(|| kernel::time::msecs_to_jiffies(qfabric::ns_to_ms_ceil(left_ns) as u32))
 }
 
 /// One `qfabric` channel and its `/dev/qfabricN`.
