@@ -36,7 +36,7 @@ use qfabric::misc::{FileOps, MiscDevice};
 use qfabric::rpmsg::{self, Device, Endpoint};
 use state::{Queue, MAX_FRAME};
 
-module! {
+qfabric::module! {
     type: QfabricRpmsg,
     name: "qfabric_rpmsg",
     author: "qfabric",

@@ -24,7 +24,7 @@ use qfabric::pci::{self, Device};
 use qfabric::rproc::{self, Owned, Platform, Rproc, RprocCell, Subdev, SubdevHooks};
 use qfabric::shm::Shm;
 
-module! {
+qfabric::module! {
     type: QfabricRproc,
     name: "qfabric_rproc",
     author: "qfabric",
@@ -114,8 +114,8 @@ impl Board {
             if now - logged > WAIT_LOG_EVERY_MS * 1_000_000 {
                 logged = now;
                 pr_info!(
-                    "waiting for the MCU to run ({} s): state {}, generation {}\n",
-                    (now - started) / 1_000_000_000,
+                    "waiting for the MCU to run ({} ms): state {}, generation {}\n",
+                    qfabric::ns_to_ms(now - started),
                     status.mcu_state,
                     status.generation
                 );
@@ -136,7 +136,7 @@ impl Board {
                 .store(status.heartbeat, Ordering::Relaxed);
             self.heartbeat_changed_ns.store(now, Ordering::Relaxed);
         }
-        let stalled_ms = (now - self.heartbeat_changed_ns.load(Ordering::Relaxed)) / 1_000_000;
+        let stalled_ms = qfabric::ns_to_ms(now - self.heartbeat_changed_ns.load(Ordering::Relaxed));
         let attached_generation = self.attached_generation.load(Ordering::Acquire);
         if status.magic != board::MAGIC {
             pr_err!(
@@ -353,15 +353,15 @@ struct Probed {
     // Dropped in declaration order from here on.
     _vectors: pci::MsixVectors,
     monitor: KBox<Monitor>,
-    _regions: pci::Regions,
+    _bar2: pci::Region,
     _enabled: pci::Enabled,
 }
 
 impl Probed {
     fn new(dev: Device) -> Result<KBox<Self>> {
         let enabled = dev.enable()?;
-        let regions = dev.request_regions(c_str!("qfabric_rproc"))?;
-        let regs = dev.iomap(0)?;
+        let regs = dev.iomap(0, c_str!("qfabric_rproc"))?;
+        let bar2 = dev.request_region(2, c_str!("qfabric_rproc"))?;
         let (bar2_pa, bar2_len) = dev.resource(2)?;
         if bar2_len < board::MIN_SHM_LEN {
             pr_err!(
@@ -436,7 +436,7 @@ impl Probed {
                 vring_irq: Some(vring_irq),
                 _vectors: vectors,
                 monitor,
-                _regions: regions,
+                _bar2: bar2,
                 _enabled: enabled,
             },
             GFP_KERNEL,
@@ -450,7 +450,7 @@ impl Probed {
         self.monitor.remote.release(); // waits for recovery, rproc_del, rproc_free
         self.vring_irq = None;
         pr_info!("removed\n");
-        // The rest drops in declaration order: vectors, board mappings, regions, device.
+        // The rest drops in declaration order: vectors, board mappings, BAR2's claim, device.
     }
 }
 

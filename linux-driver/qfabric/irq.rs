@@ -6,6 +6,9 @@ use kernel::bindings;
 use kernel::error::{to_result, Result};
 use kernel::ffi::{c_int, c_void};
 use kernel::str::CStr;
+// 7.3: `CStr` is core's, `as_char_ptr` comes from this trait.
+#[cfg(qf_linux_7_3)]
+use kernel::str::CStrExt as _;
 
 /// What one interrupt line does; `Data` is the object the line was requested with.
 pub trait IrqThread {
@@ -21,7 +24,11 @@ unsafe extern "C" fn trampoline<H: IrqThread>(
     // alive until the guard is dropped, and `free_irq` in `drop` waits for running handlers.
     let data = unsafe { &*data.cast::<H::Data>() };
     H::handle(data);
-    bindings::irqreturn_IRQ_HANDLED
+    #[cfg(not(qf_linux_7_3))]
+    return bindings::irqreturn_IRQ_HANDLED;
+    // 7.3's bindgen makes `irqreturn` a newtype with associated constants.
+    #[cfg(qf_linux_7_3)]
+    return bindings::irqreturn::IRQ_HANDLED;
 }
 
 /// A requested interrupt line; `free_irq` on drop (which waits for a running handler).

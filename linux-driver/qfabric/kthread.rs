@@ -6,6 +6,9 @@ use kernel::bindings;
 use kernel::error::Result;
 use kernel::ffi::{c_int, c_void};
 use kernel::str::CStr;
+// 7.3: `CStr` is core's, `as_char_ptr` comes from this trait.
+#[cfg(qf_linux_7_3)]
+use kernel::str::CStrExt as _;
 
 /// A thread body; `run` must return soon after [`should_stop`] turns true.
 pub trait ThreadBody {

@@ -12,6 +12,7 @@ use kernel::error::{to_result, Result};
 use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
 use kernel::str::CStr;
+#[cfg(not(qf_linux_7_3))]
 use kernel::sync::LockClassKey;
 use kernel::types::Opaque;
 
@@ -126,13 +127,19 @@ unsafe impl Send for WaitQueue {}
 unsafe impl Sync for WaitQueue {}
 
 impl WaitQueue {
-    pub fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
+    /// A wait queue named `name`; all of them share one lock class (they never nest).
+    pub fn new(name: &'static CStr) -> impl PinInit<Self> {
+        let key = kernel::static_lock_class!();
+        // 6.12: `LockClassKey` is `repr(transparent)` over the C key (its `as_ptr` is
+        // crate-private); 7.3 hands out a pinned key with a public `as_ptr`.
+        #[cfg(not(qf_linux_7_3))]
+        let key = key as *const LockClassKey as *mut bindings::lock_class_key;
+        #[cfg(qf_linux_7_3)]
+        let key = key.as_ptr();
         pin_init!(Self {
             // SAFETY: `__init_waitqueue_head` initialises the pinned slot; `name` and `key` are
             // static.
-            // `LockClassKey` is `repr(transparent)` over the C key (its `as_ptr` is crate-private).
             head <- Opaque::ffi_init(|p| unsafe {
-                let key = key as *const LockClassKey as *mut bindings::lock_class_key;
                 bindings::__init_waitqueue_head(p, name.as_char_ptr(), key)
             }),
         })

@@ -1,13 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 //! PCI: registering a driver for one vendor/device id, and RAII guards for the steps of a probe
-//! (enable, claim the BARs, map a BAR, allocate MSI-X vectors), each undone on drop, so a probe
+//! (enable, claim a BAR, map a BAR, allocate MSI-X vectors), each undone on drop, so a probe
 //! that fails half-way unwinds by returning and a remove is "drop in the right order".
+//!
+//! On Linux 7.3 (`qf_linux_7_3`) the guards are the kernel's own `kernel::pci` abstractions
+//! (`enable_device_mem`, `set_master`, `iomap_region` and its `Bar` with bounds-checked `readl`/
+//! `writel`, `alloc_irq_vectors`), on the `kernel::pci::Device` the raw `pci_dev` is. The driver
+//! registration stays raw on both: 7.3's `kernel::pci::Driver` owns probe's result in its own
+//! way, which the modules' one source for both versions cannot follow.
 
 use kernel::bindings;
 use kernel::error::{code::*, to_result, Result};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
+#[cfg(qf_linux_7_3)]
+use kernel::{
+    device::{Bound, Core},
+    io::Io,
+    pci as kpci,
+};
 
 /// `probe` as C calls it.
 pub type ProbeFn =
@@ -95,17 +107,51 @@ impl Device {
         unsafe { core::ptr::addr_of_mut!((*self.0).dev) }
     }
 
+    /// The kernel's view of the device, bound to this driver: a `Device` lives from `probe` until
+    /// `remove` returns, and every guard holding this reference is dropped in `remove`.
+    #[cfg(qf_linux_7_3)]
+    fn bound(&self) -> &'static kpci::Device<Bound> {
+        // SAFETY: `kernel::pci::Device` is `repr(transparent)` over `struct pci_dev`; this one
+        // is live and bound to us for as long as the reference is used (see above).
+        unsafe { &*self.0.cast::<kpci::Device<Bound>>() }
+    }
+
+    /// The device in the `Core` context: only during `probe`/`remove`, which the driver core
+    /// runs under the device lock, as that context requires.
+    #[cfg(qf_linux_7_3)]
+    fn core(&self) -> &kpci::Device<Core<'_>> {
+        // SAFETY: `kernel::pci::Device` is `repr(transparent)` over `struct pci_dev`; the callers
+        // (`enable`, `set_master`) are called from probe only.
+        unsafe { &*self.0.cast::<kpci::Device<Core<'_>>>() }
+    }
+
     /// Physical start and length of BAR `bar` (`pci_resource_start/len`).
     pub fn resource(&self, bar: usize) -> Result<(u64, usize)> {
         if bar >= 6 {
             return Err(EINVAL);
         }
-        // SAFETY: live pci_dev (type invariant); `resource` has more than 6 entries.
-        let r = unsafe { &(*self.0).resource[bar] };
-        if r.start == 0 || r.end < r.start {
-            return Err(ENODEV);
-        }
-        Ok((r.start, (r.end - r.start + 1) as usize))
+        #[cfg(not(qf_linux_7_3))]
+        let (start, len) = {
+            // SAFETY: live pci_dev (type invariant); `resource` has more than 6 entries.
+            let r = unsafe { &(*self.0).resource[bar] };
+            if r.start == 0 || r.end < r.start {
+                return Err(ENODEV);
+            }
+            (r.start, r.end - r.start + 1)
+        };
+        #[cfg(qf_linux_7_3)]
+        let (start, len) = {
+            let bar = bar as u32;
+            let (start, len) = (
+                self.bound().resource_start(bar)?,
+                self.bound().resource_len(bar)?,
+            );
+            if start == 0 || len == 0 {
+                return Err(ENODEV);
+            }
+            (start, len)
+        };
+        Ok((start as u64, len as usize))
     }
 
     /// Driver data: the pointer `remove` gets back (`pci_set_drvdata`).
@@ -119,57 +165,91 @@ impl Device {
         unsafe { (*self.0).dev.driver_data }
     }
 
+    /// Enables the device (7.3: its memory BARs, all the board has); called from probe.
     pub fn enable(&self) -> Result<Enabled> {
+        #[cfg(not(qf_linux_7_3))]
         // SAFETY: live pci_dev.
         to_result(unsafe { bindings::pci_enable_device(self.0) })?;
+        #[cfg(qf_linux_7_3)]
+        self.core().enable_device_mem()?;
         Ok(Enabled(*self))
     }
 
-    /// Claims all BARs for `name`.
-    pub fn request_regions(&self, name: &'static CStr) -> Result<Regions> {
+    /// Claims BAR `bar` for `name` (one the driver maps in its own way; [`Device::iomap`] claims
+    /// the BAR it maps).
+    pub fn request_region(&self, bar: c_int, name: &'static CStr) -> Result<Region> {
         // SAFETY: live pci_dev; `name` is static, as the resource tree keeps the pointer.
-        to_result(unsafe { bindings::pci_request_regions(self.0, name.as_char_ptr()) })?;
-        Ok(Regions(*self))
+        to_result(unsafe { bindings::pci_request_region(self.0, bar, name.as_char_ptr()) })?;
+        Ok(Region(*self, bar))
     }
 
-    /// Maps BAR `bar` as I/O memory (`pci_iomap`).
-    pub fn iomap(&self, bar: c_int) -> Result<IoMap> {
-        // SAFETY: live pci_dev; `pci_iomap` checks the BAR and returns NULL on failure.
-        let base = unsafe { bindings::pci_iomap(self.0, bar, 0) };
-        if base.is_null() {
-            return Err(ENOMEM);
+    /// Claims BAR `bar` for `name` and maps it as I/O memory.
+    pub fn iomap(&self, bar: c_int, name: &'static CStr) -> Result<IoMap> {
+        #[cfg(not(qf_linux_7_3))]
+        {
+            let region = self.request_region(bar, name)?;
+            // SAFETY: live pci_dev; `pci_iomap` checks the BAR and returns NULL on failure.
+            let base = unsafe { bindings::pci_iomap(self.0, bar, 0) };
+            if base.is_null() {
+                return Err(ENOMEM);
+            }
+            let len = self.resource(bar as usize)?.1;
+            Ok(IoMap {
+                base,
+                len,
+                _region: region,
+            })
         }
-        let len = self.resource(bar as usize)?.1;
-        Ok(IoMap {
-            dev: *self,
-            base,
-            len,
-        })
+        #[cfg(qf_linux_7_3)]
+        {
+            let bar = u32::try_from(bar)?;
+            let len = self.resource(bar as usize)?.1;
+            Ok(IoMap {
+                bar: self.bound().iomap_region(bar, name)?,
+                len,
+            })
+        }
     }
 
-    /// Lets the device master the bus; QEMU delivers MSI-X messages only then.
+    /// Lets the device master the bus (QEMU delivers MSI-X messages only then); called from
+    /// probe.
     pub fn set_master(&self) {
+        #[cfg(not(qf_linux_7_3))]
         // SAFETY: live, enabled pci_dev.
-        unsafe { bindings::pci_set_master(self.0) };
+        unsafe {
+            bindings::pci_set_master(self.0)
+        };
+        #[cfg(qf_linux_7_3)]
+        self.core().set_master();
     }
 
     /// Allocates exactly `count` MSI-X vectors.
     pub fn alloc_msix(&self, count: u32) -> Result<MsixVectors> {
-        // SAFETY: live, enabled pci_dev.
-        let got = unsafe {
-            bindings::pci_alloc_irq_vectors(self.0, count, count, bindings::PCI_IRQ_MSIX)
-        };
-        if got < 0 {
-            return Err(Error::from_errno(got));
+        #[cfg(not(qf_linux_7_3))]
+        {
+            // SAFETY: live, enabled pci_dev.
+            let got = unsafe {
+                bindings::pci_alloc_irq_vectors(self.0, count, count, bindings::PCI_IRQ_MSIX)
+            };
+            if got < 0 {
+                return Err(Error::from_errno(got));
+            }
+            Ok(MsixVectors {
+                dev: *self,
+                count: got as u32,
+            })
         }
-        Ok(MsixVectors {
-            dev: *self,
-            count: got as u32,
-        })
+        #[cfg(qf_linux_7_3)]
+        {
+            let types = kpci::IrqTypes::default().with(kpci::IrqType::MsiX);
+            Ok(MsixVectors {
+                vectors: self.bound().alloc_irq_vectors(count, count, types)?,
+            })
+        }
     }
 }
 
-/// `pci_enable_device`, undone by `pci_disable_device`.
+/// The device enabled, undone by `pci_disable_device` (7.3's `kernel::pci` has no counterpart).
 pub struct Enabled(Device);
 impl Drop for Enabled {
     fn drop(&mut self) {
@@ -178,50 +258,66 @@ impl Drop for Enabled {
     }
 }
 
-/// `pci_request_regions`, undone by `pci_release_regions`.
-pub struct Regions(Device);
-impl Drop for Regions {
+/// `pci_request_region`, undone by `pci_release_region`.
+pub struct Region(Device, c_int);
+impl Drop for Region {
     fn drop(&mut self) {
-        // SAFETY: requested in `Device::request_regions`, released once here.
-        unsafe { bindings::pci_release_regions(self.0 .0) };
+        // SAFETY: requested in `Device::request_region`, released once here.
+        unsafe { bindings::pci_release_region(self.0 .0, self.1) };
     }
 }
 
-/// A mapped BAR (`pci_iomap`); 32-bit register access with bounds checks.
+/// A claimed and mapped BAR; 32-bit register access with bounds checks.
 pub struct IoMap {
-    dev: Device,
+    #[cfg(not(qf_linux_7_3))]
     base: *mut c_void,
+    #[cfg(not(qf_linux_7_3))]
+    _region: Region,
+    #[cfg(qf_linux_7_3)]
+    bar: kpci::Bar<'static>,
     len: usize,
 }
 
-// SAFETY: MMIO registers may be accessed from any context; `ioread32`/`iowrite32` are atomic.
+// SAFETY: MMIO registers may be accessed from any context; 32-bit reads and writes are atomic.
 unsafe impl Send for IoMap {}
 // SAFETY: see `Send`.
 unsafe impl Sync for IoMap {}
 
 impl IoMap {
-    pub fn read32(&self, offset: usize) -> Result<u32> {
-        if offset % 4 != 0 || offset + 4 > self.len {
+    fn check(&self, offset: usize) -> Result {
+        if offset % 4 != 0 || offset.checked_add(4).is_none_or(|end| end > self.len) {
             return Err(ERANGE);
         }
+        Ok(())
+    }
+
+    pub fn read32(&self, offset: usize) -> Result<u32> {
+        self.check(offset)?;
+        #[cfg(not(qf_linux_7_3))]
         // SAFETY: `offset` is an aligned register inside the mapped BAR (checked above).
-        Ok(unsafe { mmio::read32(self.base.wrapping_byte_add(offset)) })
+        return Ok(unsafe { mmio::read32(self.base.wrapping_byte_add(offset)) });
+        #[cfg(qf_linux_7_3)]
+        return (&self.bar).try_read32(offset);
     }
 
     pub fn write32(&self, offset: usize, value: u32) -> Result {
-        if offset % 4 != 0 || offset + 4 > self.len {
-            return Err(ERANGE);
-        }
+        self.check(offset)?;
+        #[cfg(not(qf_linux_7_3))]
         // SAFETY: `offset` is an aligned register inside the mapped BAR (checked above).
-        unsafe { mmio::write32(value, self.base.wrapping_byte_add(offset)) };
+        unsafe {
+            mmio::write32(value, self.base.wrapping_byte_add(offset))
+        };
+        #[cfg(qf_linux_7_3)]
+        (&self.bar).try_write32(value, offset)?;
         Ok(())
     }
 }
 
-/// `ioread32`/`iowrite32` for each architecture. x86_64 (`GENERIC_IOMAP`) exports them as
+/// `ioread32`/`iowrite32` for each architecture (Linux 6.12; 7.3's `Bar` has `readl`/`writel`). x86_64 (`GENERIC_IOMAP`) exports them as
 /// functions, which bindgen binds; arm64 has them as static inlines (`readl`/`writel` in
 /// `asm-generic/io.h` over `arch/arm64/include/asm/io.h`), which bindgen cannot bind, so they are
 /// written out here as that header does them.
+#[cfg(not(qf_linux_7_3))]
 mod mmio {
     use kernel::ffi::c_void;
 
@@ -286,35 +382,47 @@ mod mmio {
     }
 }
 
+#[cfg(not(qf_linux_7_3))]
 impl Drop for IoMap {
     fn drop(&mut self) {
-        // SAFETY: `base` came from `pci_iomap` on this device and is unmapped once, here.
-        unsafe { bindings::pci_iounmap(self.dev.0, self.base) };
+        // SAFETY: `base` came from `pci_iomap` on this device and is unmapped once, here (the
+        // region is released after, by `_region`'s drop).
+        unsafe { bindings::pci_iounmap(self._region.0 .0, self.base) };
     }
 }
 
-/// MSI-X vectors (`pci_alloc_irq_vectors`), freed on drop; every IRQ requested on them must be
-/// freed first (declare the `ThreadedIrq`s before this guard).
+/// MSI-X vectors, freed on drop; every IRQ requested on them must be freed first (declare the
+/// `ThreadedIrq`s before this guard).
 pub struct MsixVectors {
+    #[cfg(not(qf_linux_7_3))]
     dev: Device,
+    #[cfg(not(qf_linux_7_3))]
     count: u32,
+    #[cfg(qf_linux_7_3)]
+    vectors: kpci::IrqVectorRegistration<'static>,
 }
 
 impl MsixVectors {
     /// The Linux IRQ number of vector `index` (`pci_irq_vector`).
     pub fn irq(&self, index: u32) -> Result<u32> {
-        if index >= self.count {
-            return Err(EINVAL);
+        #[cfg(not(qf_linux_7_3))]
+        {
+            if index >= self.count {
+                return Err(EINVAL);
+            }
+            // SAFETY: live device with `count` allocated vectors.
+            let irq = unsafe { bindings::pci_irq_vector(self.dev.0, index) };
+            if irq < 0 {
+                return Err(Error::from_errno(irq));
+            }
+            Ok(irq as u32)
         }
-        // SAFETY: live device with `count` allocated vectors.
-        let irq = unsafe { bindings::pci_irq_vector(self.dev.0, index) };
-        if irq < 0 {
-            return Err(Error::from_errno(irq));
-        }
-        Ok(irq as u32)
+        #[cfg(qf_linux_7_3)]
+        Ok(kernel::irq::IrqRequest::from(self.vectors.index(index as usize)?).irq())
     }
 }
 
+#[cfg(not(qf_linux_7_3))]
 impl Drop for MsixVectors {
     fn drop(&mut self) {
         // SAFETY: allocated in `Device::alloc_msix`, freed once here.

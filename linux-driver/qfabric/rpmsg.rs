@@ -35,7 +35,10 @@ pub const ADDR_ANY: u32 = 0xffff_ffff;
 /// Copies `name` into a `[c_char; 32]` rpmsg name field (NUL-terminated, truncated to fit).
 fn name_field(name: &CStr) -> [u8; 32] {
     let mut field = [0u8; 32];
+    #[cfg(not(qf_linux_7_3))]
     let bytes = name.as_bytes();
+    #[cfg(qf_linux_7_3)]
+    let bytes = name.to_bytes();
     let n = bytes.len().min(31);
     field[..n].copy_from_slice(&bytes[..n]);
     field

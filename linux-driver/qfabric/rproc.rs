@@ -9,6 +9,9 @@ use kernel::bindings;
 use kernel::error::{code::*, to_result, Result};
 use kernel::ffi::{c_int, c_void};
 use kernel::str::CStr;
+// 7.3: `CStr` is core's, `as_char_ptr` comes from this trait.
+#[cfg(qf_linux_7_3)]
+use kernel::str::CStrExt as _;
 
 #[allow(improper_ctypes)] // `struct rproc` is only passed by pointer.
 extern "C" {
@@ -126,6 +129,8 @@ impl Rproc {
         da: u32,
         name: &CStr,
     ) -> Result {
+        // 32-bit Arm without LPAE has 32-bit bus addresses: one above 4 GiB cannot be a carveout.
+        let dma = bindings::dma_addr_t::try_from(dma).map_err(|_| ERANGE)?;
         // SAFETY: `dev` is the parent device; `name` is passed as the format of a "%s"-free
         // string (our names have no '%'); the entry is owned by the core once added.
         let mem = unsafe {

@@ -24,8 +24,10 @@ impl Shm {
     /// Maps `len` bytes at physical address `phys` write-combined (the attribute
     /// `dma_declare_coherent_memory` uses for the rest of the BAR, so x86 PAT sees no conflict).
     pub fn map_wc(phys: u64, len: usize) -> Result<Self> {
+        // 32-bit Arm without LPAE has 32-bit physical addresses: none above 4 GiB is mappable.
+        let offset = bindings::resource_size_t::try_from(phys).map_err(|_| ERANGE)?;
         // SAFETY: `memremap` validates the range itself and returns NULL on failure.
-        let base = unsafe { bindings::memremap(phys, len, bindings::MEMREMAP_WC as _) };
+        let base = unsafe { bindings::memremap(offset, len, bindings::MEMREMAP_WC as _) };
         if base.is_null() {
             return Err(ENOMEM);
         }

@@ -16,12 +16,10 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::c_str;
 use kernel::error::code::*;
-use kernel::init::pin_init_array_from_fn;
 use kernel::prelude::*;
 use kernel::sync::{
     new_condvar, new_mutex, new_spinlock, CondVar, CondVarTimeoutResult, Mutex, SpinLock,
 };
-use kernel::uaccess::UserSlice;
 
 use crate::abi::frame::{self, Key, HEADER_LEN};
 use crate::abi::uapi;
@@ -50,7 +48,7 @@ fn deadline_in(ms: u32) -> i64 {
 /// The wait left until `deadline` (ns) in jiffies, rounded up; `None` once it has passed.
 fn jiffies_until(deadline: i64) -> Option<kernel::time::Jiffies> {
     let left_ns = deadline - now_ns();
-    (left_ns > 0).then(|| kernel::time::msecs_to_jiffies(((left_ns + 999_999) / 1_000_000) as u32))
+    (left_ns > 0).then(|| kernel::time::msecs_to_jiffies(qfabric::ns_to_ms_ceil(left_ns) as u32))
 }
 
 /// One `qfabric` channel and its `/dev/qfabricN`.
@@ -98,12 +96,9 @@ impl Channel {
                 stats: Stats::default(),
             }),
             // One lock class for all slots: they are used alike and never nest.
-            replied <- pin_init_array_from_fn(|_| new_condvar!("qfabric_rpmsg::replied")),
+            replied <- qfabric::pin_init_array_from_fn(|_| new_condvar!("qfabric_rpmsg::replied")),
             readable <- new_condvar!("qfabric_rpmsg::readable"),
-            poll_queue <- WaitQueue::new(
-                c_str!("qfabric_rpmsg::poll"),
-                kernel::static_lock_class!()
-            ),
+            poll_queue <- WaitQueue::new(c_str!("qfabric_rpmsg::poll")),
             endpoint <- new_mutex!(None),
             misc <- MiscDevice::new(&name),
             index,
@@ -224,7 +219,7 @@ impl Channel {
     pub(crate) fn invoke(&self, arg: usize) -> Result {
         let entered_ns = now_ns();
         let (mut arg_reader, mut arg_writer) =
-            UserSlice::new(arg, uapi::INVOKE_LEN).reader_writer();
+            qfabric::user_slice(arg, uapi::INVOKE_LEN).reader_writer();
         let mut raw = [0u8; uapi::INVOKE_LEN];
         arg_reader.read_slice(&mut raw)?;
         let args = uapi::Invoke::parse(&raw);
@@ -242,7 +237,7 @@ impl Channel {
             ms => ms,
         };
         let mut request = [0u8; MAX_FRAME];
-        UserSlice::new(args.request as usize, request_len)
+        qfabric::user_slice(args.request as usize, request_len)
             .reader()
             .read_slice(&mut request[..request_len])?;
         let key = match frame::parse(&request[..request_len]) {
@@ -252,7 +247,7 @@ impl Channel {
         // Prove the response buffer writable before anything is sent, so that a bad pointer
         // costs no reply.
         let mut reply = [0u8; MAX_FRAME];
-        UserSlice::new(args.response as usize, mtu)
+        qfabric::user_slice(args.response as usize, mtu)
             .writer()
             .write_slice(&reply[..mtu])?;
 
@@ -271,7 +266,7 @@ impl Channel {
         let woken_ns = now_ns();
         // From here on no slot points at `reply`.
         let (len, replied_ns) = waited?;
-        UserSlice::new(args.response as usize, len)
+        qfabric::user_slice(args.response as usize, len)
             .writer()
             .write_slice(&reply[..len])?;
         uapi::set_outputs(
@@ -311,7 +306,7 @@ impl Channel {
         for (i, w) in words.iter().enumerate() {
             raw[64 + 4 * i..68 + 4 * i].copy_from_slice(&w.to_ne_bytes());
         }
-        UserSlice::new(arg, uapi::STATS_LEN)
+        qfabric::user_slice(arg, uapi::STATS_LEN)
             .writer()
             .write_slice(&raw)
     }
@@ -328,7 +323,8 @@ impl Channel {
 
     /// `QF_IOC_RECV`: like `read()`, with the time the frame arrived and a bounded wait.
     pub(crate) fn recv(&self, arg: usize) -> Result {
-        let (mut arg_reader, mut arg_writer) = UserSlice::new(arg, uapi::RECV_LEN).reader_writer();
+        let (mut arg_reader, mut arg_writer) =
+            qfabric::user_slice(arg, uapi::RECV_LEN).reader_writer();
         let mut raw = [0u8; uapi::RECV_LEN];
         arg_reader.read_slice(&mut raw)?;
         let args = uapi::Recv::parse(&raw);
@@ -382,7 +378,7 @@ impl Channel {
             if count < front_len {
                 return Err(errno::emsgsize());
             }
-            UserSlice::new(buf, front_len)
+            qfabric::user_slice(buf, front_len)
                 .writer()
                 .write_slice(&frame[..front_len])?;
             let mut s = self.state.lock();
@@ -393,7 +389,9 @@ impl Channel {
                     frame[..n].copy_from_slice(f);
                     s.queue.pop();
                     drop(s);
-                    UserSlice::new(buf, n).writer().write_slice(&frame[..n])?;
+                    qfabric::user_slice(buf, n)
+                        .writer()
+                        .write_slice(&frame[..n])?;
                     return Ok((n, received_ns));
                 }
                 _ => continue,

@@ -9,11 +9,14 @@
 # cargo into a dedicated root, so it is independent of rustup. 0.69.5 is within what Linux 6.12
 # accepts (scripts/min-tool-version.sh asks for >= 0.65.1) and predates the 0.71
 # `--rust-target` change. Prints the binary's path: callers pass it as QFABRIC_BINDGEN.
+# `bindgen.sh VERSION` installs another version beside it, into /opt/qfabric/tools/bindgen-VERSION
+# (Linux 7.3's kernel-deps.sh --version 7.3 asks for 0.72.1).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
-BINDGEN_VERSION=0.69.5
+BINDGEN_VERSION=${1:-0.69.5}
 TOOLS=/opt/qfabric/tools
+[ "$BINDGEN_VERSION" = 0.69.5 ] || TOOLS="$TOOLS/bindgen-$BINDGEN_VERSION"
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 need=()
