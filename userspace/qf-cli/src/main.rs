@@ -47,7 +47,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version, which go to standard output as clap writes them.
+        Err(error) if !error.use_stderr() => error.exit(),
+        Err(error) => {
+            // clap echoes the argument it refuses: a 100 KB one is shown cut.
+            let message = error.render().to_string();
+            eprint!("{}", qf_execution::shown::shown_quoted(&message, '\''));
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+        }
+    };
     let result = match &cli.command {
         Command::Sim(args) => qf_sim::cli::run(args),
         Command::Differential(args) => qf_differential::cli::run(args),

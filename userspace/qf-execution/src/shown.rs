@@ -33,6 +33,26 @@ pub fn shown_in(message: &str) -> String {
     out
 }
 
+/// `message` with each value it quotes between `quote`s shown by [`shown`] and the rest kept
+/// whole (clap quotes the values its errors echo between `'`, and follows them with a usage
+/// text that must stay as it is).
+pub fn shown_quoted(message: &str, quote: char) -> String {
+    let mut out = String::with_capacity(message.len().min(4 * SHOWN_CHARS));
+    let mut rest = message;
+    while let Some(open) = rest.find(quote) {
+        let inner = &rest[open + quote.len_utf8()..];
+        let Some(close) = inner.find(quote) else {
+            break;
+        };
+        out.push_str(&rest[..open + quote.len_utf8()]);
+        out.push_str(&shown(&inner[..close]));
+        out.push(quote);
+        rest = &inner[close + quote.len_utf8()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
