@@ -104,6 +104,13 @@ static void run_from(uint64_t ns)
 {
 	int64_t at = tick_of(ns);
 
+	if (IS_ENABLED(PAPER_CASES_WAKE_AT_RELEASE)) {
+		/* Where a wake-up takes no time (native_sim): woken by its timer at the tick, in
+		 * the order the timers were armed, as qf sim releases it.
+		 */
+		k_sleep(K_TIMEOUT_ABS_TICKS(at));
+		return;
+	}
 	k_sleep(K_TIMEOUT_ABS_TICKS(at - 1));
 	while (k_uptime_ticks() < at) {
 		k_busy_wait(1); /* advances time on native_sim too */
@@ -125,12 +132,31 @@ static void run_server(void *task, void *b, void *c)
 {
 	const struct qf_golden_task *t = task;
 
+	/* This cycle's release (ticks) and the period it was started with, tracked as qf-sched
+	 * sets them: the next activation release + period, or the call's time when that is past.
+	 */
+	int64_t release = 0, period = 0;
+
 	sleep_until(t->jobs[0].arrival_ns);
 	for (int j = 0; j < t->n_jobs; j++) {
-		if (j > 0) {
+		if (j > 0 && IS_ENABLED(PAPER_CASES_ARRIVAL_FROM_RELEASE)) {
+			/* As qf sim emulates arrivals: the period from this cycle's release to job j's
+			 * arrival (0: already due), so that a job released late (its predecessor
+			 * overran) does not delay the arrivals after it.
+			 */
+			period = MAX(tick_of(t->jobs[j].arrival_ns) - release, 0);
+			period_set(k_current_get(), (int)k_ticks_to_cyc_ceil32(period));
+		} else if (j > 0) {
 			/* Ending job j - 1 waits for job j's arrival. */
 			period_set(k_current_get(),
 				   cycles(t->jobs[j].arrival_ns - t->jobs[j - 1].arrival_ns));
+		}
+		if (IS_ENABLED(PAPER_CASES_ARRIVAL_FROM_RELEASE)) {
+			/* Exact where reading the clock takes no time (native_sim). */
+			int64_t now = k_uptime_ticks();
+
+			release = j > 0 && period > 0 && now <= release + period ? release + period
+										   : now;
 		}
 		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
 			paper_baseline_job_end(paper_case_ticks(running, t->budget_ns));
