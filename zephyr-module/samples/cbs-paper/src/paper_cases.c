@@ -117,13 +117,48 @@ static void run_from(uint64_t ns)
 	}
 }
 
+/* Declares task @p t's period and WCET, or its budget, for @p tid; 0 or a negative errno. */
+static int declare(k_tid_t tid, const struct qf_golden_task *t)
+{
+	bool periodic = t->kind == QF_GOLDEN_PERIODIC;
+	int err = periodic ? period_set(tid, cycles(t->period_ns))
+			   : budget_set(tid, cycles(t->budget_ns));
+
+	if (!periodic && !IS_ENABLED(CONFIG_QFABRIC_CBS) && err == -ENOTSUP) {
+		/* A kernel without the CBS (the paper's hook work measured with no qfabric budget
+		 * timer in the queue): the server's jobs run unbudgeted, released as before.
+		 */
+		err = period_set(tid, 0);
+	}
+	if (err == 0 && periodic) {
+		err = qf_thread_wcet_set(tid, cycles(t->wcet_ns));
+	}
+	return err;
+}
+
+/*
+ * With PAPER_CASES_DECLARE_AT_START a task declares itself at its first release (offset or
+ * first arrival) and runs no more once admission control refuses a declaration, period or
+ * deadline_set, as qf sim's threads do; otherwise it is declared before time zero and a
+ * refusal stops the whole run.
+ */
+static void stop_if_refused(int err)
+{
+	if (IS_ENABLED(PAPER_CASES_DECLARE_AT_START) && err != 0 && err != -ETIMEDOUT) {
+		k_sleep(K_FOREVER);
+	}
+}
+
 static void run_periodic(void *task, void *b, void *c)
 {
 	const struct qf_golden_task *t = task;
 
 	run_from(t->offset_ns);
+	if (IS_ENABLED(PAPER_CASES_DECLARE_AT_START)) {
+		stop_if_refused(declare(k_current_get(), t));
+	}
 	while (true) {
-		(void)deadline_set(k_current_get(), cycles(t->deadline_ns));
+		stop_if_refused(deadline_set(k_current_get(), cycles(t->deadline_ns)));
 		execute(t->wcet_ns);
 	}
 }
@@ -138,6 +173,9 @@ static void run_server(void *task, void *b, void *c)
 	int64_t release = 0, period = 0;
 
 	sleep_until(t->jobs[0].arrival_ns);
+	if (IS_ENABLED(PAPER_CASES_DECLARE_AT_START)) {
+		stop_if_refused(declare(k_current_get(), t));
+	}
 	for (int j = 0; j < t->n_jobs; j++) {
 		if (j > 0 && IS_ENABLED(PAPER_CASES_ARRIVAL_FROM_RELEASE)) {
 			/* As qf sim emulates arrivals: the period from this cycle's release to job j's
@@ -145,7 +183,7 @@ static void run_server(void *task, void *b, void *c)
 			 * overran) does not delay the arrivals after it.
 			 */
 			period = MAX(tick_of(t->jobs[j].arrival_ns) - release, 0);
-			period_set(k_current_get(), (int)k_ticks_to_cyc_ceil32(period));
+			stop_if_refused(period_set(k_current_get(), (int)k_ticks_to_cyc_ceil32(period)));
 		} else if (j > 0) {
 			/* Ending job j - 1 waits for job j's arrival. */
 			period_set(k_current_get(),
@@ -161,7 +199,7 @@ static void run_server(void *task, void *b, void *c)
 		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
 			paper_baseline_job_end(paper_case_ticks(running, t->budget_ns));
 		}
-		(void)deadline_set(k_current_get(), cycles(t->period_ns));
+		stop_if_refused(deadline_set(k_current_get(), cycles(t->period_ns)));
 		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
 			paper_baseline_job_start(paper_case_ticks(running, t->budget_ns),
 						 cycles(t->period_ns));
@@ -181,7 +219,9 @@ static void count_miss(k_tid_t thread, void *task)
 	atomic_inc(&misses[(uintptr_t)task]);
 }
 
-/* Creates task @p i (not started) with its period or budget set; 0 or a negative errno. */
+/* Creates task @p i (not started) with its period or budget set (unless it declares itself at
+ * start); 0 or a negative errno.
+ */
 static int create(int i, bool watch_misses)
 {
 	const struct qf_golden_task *t = &running->tasks[i];
@@ -194,16 +234,7 @@ static int create(int i, bool watch_misses)
 	if (t->kind == QF_GOLDEN_CBS && t->hard_reservation) {
 		return -ENOTSUP; /* the Zephyr API has no hard-reservation switch */
 	}
-	err = periodic ? period_set(tid, cycles(t->period_ns)) : budget_set(tid, cycles(t->budget_ns));
-	if (!periodic && !IS_ENABLED(CONFIG_QFABRIC_CBS) && err == -ENOTSUP) {
-		/* A kernel without the CBS (the paper's hook work measured with no qfabric budget
-		 * timer in the queue): the server's jobs run unbudgeted, released as before.
-		 */
-		err = period_set(tid, 0);
-	}
-	if (err == 0 && periodic) {
-		err = qf_thread_wcet_set(tid, cycles(t->wcet_ns));
-	}
+	err = IS_ENABLED(PAPER_CASES_DECLARE_AT_START) ? 0 : declare(tid, t);
 	if (err == 0 && watch_misses) {
 		err = qf_thread_deadline_miss_callback_set(tid, count_miss, (void *)(uintptr_t)i);
 	}
