@@ -10,6 +10,8 @@
  * Where the set comes from:
  * - default: the command line, as the fields of one `qf differential line` (native_sim:
  *   `zephyr.exe -testargs qfset1 tick_hz=... task=...`); one process per set;
+ * - with CONFIG_DIFFERENTIAL_CONSOLE (boards/mps2_an521_cpu0.conf): one such line per set on
+ *   the console, sets run one after the other in one boot;
  * - CONFIG_DIFFERENTIAL_FIXED: src/fixed_set.h (`qf sim SET.toml --golden-c`), run as a ztest
  *   case that requires every event to be the simulator's, in its order.
  *
@@ -220,6 +222,106 @@ ZTEST_SUITE(qfabric_differential, NULL, NULL, NULL, NULL, NULL);
 
 #else
 
+/* Runs the set of @p argc fields and prints its log; the exit status of the run. */
+static int run_fields(int argc, char **argv)
+{
+	static struct set_line line;
+	const char *why = NULL;
+
+	if (set_line_parse(argc, argv, &line, &why) != 0) {
+		printk("# differential: bad set: %s\n", why);
+		return EXIT_BAD_SET;
+	}
+	why = unsupported(&line.set, line.admission_ppm);
+	if (why != NULL) {
+		printk("# differential: unsupported: %s\n", why);
+		return EXIT_UNSUPPORTED;
+	}
+	int n = run_set(&line.set);
+
+	if (n < 0) {
+		printk("# differential: the set could not be run: %d%s\n", n,
+		       n == -ENOSPC ? " (more events than CONFIG_QFABRIC_TRACE_EVENTS)" : "");
+		return EXIT_MISMATCH;
+	}
+	print_rows(&line.set, n);
+	return 0;
+}
+
+#ifdef CONFIG_DIFFERENTIAL_CONSOLE
+#include <zephyr/drivers/uart.h>
+
+#define MAX_FIELDS (8 + SET_LINE_MAX_TASKS)
+#define MAX_LINE 4096
+
+/*
+ * Reads one line from the console UART by polling (the console's interrupt-driven line input
+ * never leaves its interrupt on mps2's CMSDK UART, whose "pending" includes an idle
+ * transmitter); NUL-terminated, without its end. Returns false for a line longer than
+ * MAX_LINE - 1 (the rest of it is read and dropped).
+ */
+static bool read_line(const struct device *uart, char *line)
+{
+	size_t n = 0;
+	bool fits = true;
+	unsigned char c;
+
+	while (true) {
+		if (uart_poll_in(uart, &c) != 0) {
+			k_msleep(1);
+			continue;
+		}
+		if (c == '\r' || c == '\n') {
+			if (n == 0 && fits) {
+				continue; /* the other half of CR LF, or an empty line */
+			}
+			line[n] = '\0';
+			return fits;
+		}
+		if (n < MAX_LINE - 1) {
+			line[n++] = (char)c;
+		} else {
+			fits = false;
+		}
+	}
+}
+
+/*
+ * Boards without a command line (QEMU): one set per console line, run one after the other in
+ * one boot (each run ends by aborting its threads, which frees their control blocks). Before
+ * each set `# differential: ready`; after it `# differential: status N`.
+ */
+int main(void)
+{
+	const struct device *uart = DEVICE_DT_GET(DT_CHOSEN(zephyr_console));
+	static char text[MAX_LINE];
+	static char *fields[MAX_FIELDS];
+
+	while (true) {
+		int n = 0;
+		char *save = NULL;
+
+		printk("# differential: ready\n");
+		if (!read_line(uart, text)) {
+			printk("# differential: bad set: a line longer than %d bytes\n", MAX_LINE - 1);
+			printk("# differential: status %d\n", EXIT_BAD_SET);
+			continue;
+		}
+		char *f = strtok_r(text, " ", &save);
+
+		for (; f != NULL && n < MAX_FIELDS; f = strtok_r(NULL, " ", &save)) {
+			fields[n++] = f;
+		}
+		if (f != NULL) {
+			printk("# differential: bad set: more than %d fields\n", MAX_FIELDS);
+			printk("# differential: status %d\n", EXIT_BAD_SET);
+			continue;
+		}
+		printk("# differential: status %d\n", run_fields(n, fields));
+	}
+	return 0;
+}
+#else
 static void finish(int status)
 {
 #ifdef CONFIG_ARCH_POSIX
@@ -231,35 +333,14 @@ static void finish(int status)
 
 int main(void)
 {
-	static struct set_line line;
-	const char *why = NULL;
 	int argc = 0;
 	char **argv = NULL;
 
 #ifdef CONFIG_ARCH_POSIX
 	native_get_test_cmd_line_args(&argc, &argv);
 #endif
-	if (set_line_parse(argc, argv, &line, &why) != 0) {
-		printk("# differential: bad set: %s\n", why);
-		finish(EXIT_BAD_SET);
-		return 0;
-	}
-	why = unsupported(&line.set, line.admission_ppm);
-	if (why != NULL) {
-		printk("# differential: unsupported: %s\n", why);
-		finish(EXIT_UNSUPPORTED);
-		return 0;
-	}
-	int n = run_set(&line.set);
-
-	if (n < 0) {
-		printk("# differential: the set could not be run: %d%s\n", n,
-		       n == -ENOSPC ? " (more events than CONFIG_QFABRIC_TRACE_EVENTS)" : "");
-		finish(EXIT_MISMATCH);
-		return 0;
-	}
-	print_rows(&line.set, n);
-	finish(0);
+	finish(run_fields(argc, argv));
 	return 0;
 }
+#endif
 #endif
