@@ -168,10 +168,14 @@ static const char *unsupported(const struct qf_golden *set, int64_t admission_pp
 	if (set->tick_hz != CONFIG_SYS_CLOCK_TICKS_PER_SEC) {
 		return "tick_hz differs from the image's CONFIG_SYS_CLOCK_TICKS_PER_SEC";
 	}
-	if (IS_ENABLED(CONFIG_QFABRIC_ADMISSION) ? admission_ppm != 1000000 : admission_ppm >= 0) {
-		return IS_ENABLED(CONFIG_QFABRIC_ADMISSION)
-			       ? "the image's admission control has bound 1.0, the set another"
-			       : "admission_bound set, the image has no admission control";
+	if (admission_ppm >= 0 && admission_ppm != 1000000) {
+		return "admission_bound below 1.0 (the kernel's admission control has bound 1.0)";
+	}
+	if (IS_ENABLED(CONFIG_QFABRIC_ADMISSION) && admission_ppm < 0) {
+		return "no admission_bound: run it on an image without CONFIG_QFABRIC_ADMISSION";
+	}
+	if (!IS_ENABLED(CONFIG_QFABRIC_ADMISSION) && admission_ppm >= 0) {
+		return "admission_bound 1.0: run it on an image with CONFIG_QFABRIC_ADMISSION";
 	}
 	if (set->n_tasks > CONFIG_QFABRIC_MAX_THREADS) {
 		return "more tasks than CONFIG_QFABRIC_MAX_THREADS";
