@@ -60,7 +60,9 @@ def zephyr_check_facts():
     code_boards = re.search(r'local boards=\$\{BOARDS:-"([^"]+)"\}', code).group(1).split()
     help_boards = re.search(r'BOARDS\s+Twister platforms \(default "([^"]+)"',
                             re.sub(r"\n#\s+", " ", code)).group(1).split()
-    return steps, variables, code_boards, help_boards
+    # Options taking a value besides --workspace (e.g. `--sets) diff_sets=$2; shift 2 ;;`).
+    options = set(re.findall(r"^\s+(--[a-z][\w-]*)\) \w+=\$2; shift 2 ;;", code, re.M))
+    return steps, variables, code_boards, help_boards, options
 
 
 def commands(text):
@@ -97,7 +99,7 @@ def arguments(tokens, script, valued):
 
 
 def check_zephyr_check(doc, line, facts, errors):
-    steps, variables, _, _ = facts
+    steps, variables, _, _, options = facts
     tokens = words(line)
     index = next(i for i, t in enumerate(tokens) if t.endswith("zephyr-check"))
     for token in tokens[:index]:
@@ -110,7 +112,7 @@ def check_zephyr_check(doc, line, facts, errors):
                     if not os.path.isdir(os.path.join(TOP, "zephyr-module", suite)):
                         errors.append(f"{doc}: `{line}`: SUITES entry zephyr-module/{suite} "
                                       "does not exist")
-    for token in arguments(tokens, "zephyr-check", ("--workspace", "-w")):
+    for token in arguments(tokens, "zephyr-check", ("--workspace", "-w", *options)):
         if token in ("-h", "--help", "...", "|", "&&", ";"):
             continue
         if token.startswith("-"):

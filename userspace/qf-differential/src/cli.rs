@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 
 use crate::compare::{compare, read_log, read_log_file, Tick, Verdict};
 use crate::generate::generate;
+use crate::line::line_of;
 use crate::run::simulate_csv;
 use crate::shrink::shrink;
 use crate::spec::SetSpec;
@@ -51,6 +52,12 @@ pub enum DifferentialCommand {
         #[arg(value_name = "RUN.csv")]
         run: PathBuf,
     },
+    /// Print a set as the one line the Zephyr differential app reads (`zephyr-module/tests/differential`).
+    Line {
+        /// The task set.
+        #[arg(value_name = "SET.toml")]
+        set: PathBuf,
+    },
     /// Shrink a set on which CMD's event log mismatches `qf sim`'s to a small one.
     Shrink {
         /// The failing set.
@@ -76,6 +83,7 @@ pub fn run(args: &DifferentialArgs) -> anyhow::Result<()> {
     match &args.command {
         DifferentialCommand::Generate { seed, count, out } => run_generate(*seed, *count, out),
         DifferentialCommand::Compare { set, sim, run } => run_compare(set, sim, run),
+        DifferentialCommand::Line { set } => run_line(set),
         DifferentialCommand::Shrink {
             set,
             out,
@@ -139,6 +147,13 @@ fn run_compare(set: &Path, sim: &Path, run: &Path) -> anyhow::Result<()> {
             run.display()
         ),
     }
+    Ok(())
+}
+
+fn run_line(path: &Path) -> anyhow::Result<()> {
+    let set = qf_sim::load(path)?;
+    let line = line_of(&set).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+    writeln!(std::io::stdout().lock(), "{line}")?;
     Ok(())
 }
 

@@ -16,6 +16,7 @@
 //!   both rows).
 //! - [`shrink`]: greedy delta debugging over a predicate "still fails".
 //! - [`run`]: a set through `qf sim` in-process, its `--events` CSV.
+//! - [`line`]: a set as the one line the Zephyr differential app reads at run time.
 //!
 //! ## Divergence classes
 //!
@@ -51,10 +52,12 @@
 //! - `shrink SET.toml --against CMD [ARGS...]`: runs `CMD ARGS... CANDIDATE.toml RUN.csv`
 //!   for each candidate (CMD writes the other run's event log to RUN.csv), compares it with
 //!   `qf sim`'s, and prints the smallest set that still mismatches.
+//! - `line SET.toml`: prints the set as one line ([`line`]) for the Zephyr app.
 
 pub mod cli;
 pub mod compare;
 pub mod generate;
+pub mod line;
 pub mod run;
 pub mod shrink;
 pub mod spec;

@@ -28,7 +28,11 @@
 
 #define TASK_PRIO 5
 #define STACK_SIZE 2048
-#define MAX_TASKS 3
+/* Tasks a set may have (the paper's have at most 3; a build may allow more). */
+#ifndef PAPER_CASES_MAX_TASKS
+#define PAPER_CASES_MAX_TASKS 3
+#endif
+#define MAX_TASKS PAPER_CASES_MAX_TASKS
 
 K_THREAD_STACK_ARRAY_DEFINE(task_stacks, MAX_TASKS, STACK_SIZE);
 static struct k_thread tasks[MAX_TASKS];
@@ -100,9 +104,48 @@ static void run_from(uint64_t ns)
 {
 	int64_t at = tick_of(ns);
 
+	if (IS_ENABLED(PAPER_CASES_WAKE_AT_RELEASE)) {
+		/* Where a wake-up takes no time (native_sim): woken by its timer at the tick, in
+		 * the order the timers were armed, as qf sim releases it.
+		 */
+		k_sleep(K_TIMEOUT_ABS_TICKS(at));
+		return;
+	}
 	k_sleep(K_TIMEOUT_ABS_TICKS(at - 1));
 	while (k_uptime_ticks() < at) {
 		k_busy_wait(1); /* advances time on native_sim too */
+	}
+}
+
+/* Declares task @p t's period and WCET, or its budget, for @p tid; 0 or a negative errno. */
+static int declare(k_tid_t tid, const struct qf_golden_task *t)
+{
+	bool periodic = t->kind == QF_GOLDEN_PERIODIC;
+	int err = periodic ? period_set(tid, cycles(t->period_ns))
+			   : budget_set(tid, cycles(t->budget_ns));
+
+	if (!periodic && !IS_ENABLED(CONFIG_QFABRIC_CBS) && err == -ENOTSUP) {
+		/* A kernel without the CBS (the paper's hook work measured with no qfabric budget
+		 * timer in the queue): the server's jobs run unbudgeted, released as before.
+		 */
+		err = period_set(tid, 0);
+	}
+	if (err == 0 && periodic) {
+		err = qf_thread_wcet_set(tid, cycles(t->wcet_ns));
+	}
+	return err;
+}
+
+/*
+ * With PAPER_CASES_DECLARE_AT_START a task declares itself at its first release (offset or
+ * first arrival) and runs no more once admission control refuses a declaration, period or
+ * deadline_set, as qf sim's threads do; otherwise it is declared before time zero and a
+ * refusal stops the whole run.
+ */
+static void stop_if_refused(int err)
+{
+	if (IS_ENABLED(PAPER_CASES_DECLARE_AT_START) && err != 0 && err != -ETIMEDOUT) {
+		k_sleep(K_FOREVER);
 	}
 }
 
@@ -111,8 +154,11 @@ static void run_periodic(void *task, void *b, void *c)
 	const struct qf_golden_task *t = task;
 
 	run_from(t->offset_ns);
+	if (IS_ENABLED(PAPER_CASES_DECLARE_AT_START)) {
+		stop_if_refused(declare(k_current_get(), t));
+	}
 	while (true) {
-		(void)deadline_set(k_current_get(), cycles(t->deadline_ns));
+		stop_if_refused(deadline_set(k_current_get(), cycles(t->deadline_ns)));
 		execute(t->wcet_ns);
 	}
 }
@@ -121,17 +167,39 @@ static void run_server(void *task, void *b, void *c)
 {
 	const struct qf_golden_task *t = task;
 
+	/* This cycle's release (ticks) and the period it was started with, tracked as qf-sched
+	 * sets them: the next activation release + period, or the call's time when that is past.
+	 */
+	int64_t release = 0, period = 0;
+
 	sleep_until(t->jobs[0].arrival_ns);
+	if (IS_ENABLED(PAPER_CASES_DECLARE_AT_START)) {
+		stop_if_refused(declare(k_current_get(), t));
+	}
 	for (int j = 0; j < t->n_jobs; j++) {
-		if (j > 0) {
+		if (j > 0 && IS_ENABLED(PAPER_CASES_ARRIVAL_FROM_RELEASE)) {
+			/* As qf sim emulates arrivals: the period from this cycle's release to job j's
+			 * arrival (0: already due), so that a job released late (its predecessor
+			 * overran) does not delay the arrivals after it.
+			 */
+			period = MAX(tick_of(t->jobs[j].arrival_ns) - release, 0);
+			stop_if_refused(period_set(k_current_get(), (int)k_ticks_to_cyc_ceil32(period)));
+		} else if (j > 0) {
 			/* Ending job j - 1 waits for job j's arrival. */
 			period_set(k_current_get(),
 				   cycles(t->jobs[j].arrival_ns - t->jobs[j - 1].arrival_ns));
 		}
+		if (IS_ENABLED(PAPER_CASES_ARRIVAL_FROM_RELEASE)) {
+			/* Exact where reading the clock takes no time (native_sim). */
+			int64_t now = k_uptime_ticks();
+
+			release = j > 0 && period > 0 && now <= release + period ? release + period
+										   : now;
+		}
 		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
 			paper_baseline_job_end(paper_case_ticks(running, t->budget_ns));
 		}
-		(void)deadline_set(k_current_get(), cycles(t->period_ns));
+		stop_if_refused(deadline_set(k_current_get(), cycles(t->period_ns)));
 		if (IS_ENABLED(CONFIG_CBS_PAPER_BASELINE)) {
 			paper_baseline_job_start(paper_case_ticks(running, t->budget_ns),
 						 cycles(t->period_ns));
@@ -151,7 +219,9 @@ static void count_miss(k_tid_t thread, void *task)
 	atomic_inc(&misses[(uintptr_t)task]);
 }
 
-/* Creates task @p i (not started) with its period or budget set; 0 or a negative errno. */
+/* Creates task @p i (not started) with its period or budget set (unless it declares itself at
+ * start); 0 or a negative errno.
+ */
 static int create(int i, bool watch_misses)
 {
 	const struct qf_golden_task *t = &running->tasks[i];
@@ -164,16 +234,7 @@ static int create(int i, bool watch_misses)
 	if (t->kind == QF_GOLDEN_CBS && t->hard_reservation) {
 		return -ENOTSUP; /* the Zephyr API has no hard-reservation switch */
 	}
-	err = periodic ? period_set(tid, cycles(t->period_ns)) : budget_set(tid, cycles(t->budget_ns));
-	if (!periodic && !IS_ENABLED(CONFIG_QFABRIC_CBS) && err == -ENOTSUP) {
-		/* A kernel without the CBS (the paper's hook work measured with no qfabric budget
-		 * timer in the queue): the server's jobs run unbudgeted, released as before.
-		 */
-		err = period_set(tid, 0);
-	}
-	if (err == 0 && periodic) {
-		err = qf_thread_wcet_set(tid, cycles(t->wcet_ns));
-	}
+	err = IS_ENABLED(PAPER_CASES_DECLARE_AT_START) ? 0 : declare(tid, t);
 	if (err == 0 && watch_misses) {
 		err = qf_thread_deadline_miss_callback_set(tid, count_miss, (void *)(uintptr_t)i);
 	}
