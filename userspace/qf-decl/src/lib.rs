@@ -13,7 +13,6 @@ pub use qf_schema::*;
 pub mod chain;
 pub mod cli;
 pub mod dynamic;
-pub mod files;
 
 /// The largest declaration file read: 1 MiB. `crates/qf-tasks/qtasks.toml` declares every
 /// task in under 10 KiB, so a bigger file is not a declaration file.
@@ -24,7 +23,7 @@ pub const MAX_DECLARATION_BYTES: u64 = 1 << 20;
 /// TOML.
 pub fn read_source(path: &std::path::Path) -> Result<SourceFile, DeclErrors> {
     let origin = path.display().to_string();
-    let text = files::read_regular_text(path, MAX_DECLARATION_BYTES).map_err(|e| {
+    let text = qf_input::read_regular_text(path, MAX_DECLARATION_BYTES).map_err(|e| {
         DeclErrors(vec![DeclError::syntax(
             &origin,
             format!("cannot read: {e}"),
