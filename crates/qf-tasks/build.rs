@@ -1,4 +1,4 @@
-//! Generates `declared.rs` (types + `Task` table) from `qtasks.toml` with qf-decl, so the wire
+//! Generates `declared.rs` (types + `Task` table) from `qtasks.toml` with qf-schema, so the wire
 //! types are never hand-edited. An invalid declaration stops the build here, before any target
 //! code is compiled, with every broken rule listed.
 
@@ -17,7 +17,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let schema = match qf_decl::load_str(&text, "crates/qf-tasks/qtasks.toml", false) {
+    let schema = match qf_schema::load_str(&text, "crates/qf-tasks/qtasks.toml", false) {
         Ok(schema) => schema,
         Err(errors) => {
             eprintln!("{errors}");
@@ -26,7 +26,7 @@ fn main() {
     };
     let out =
         PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("declared.rs");
-    let code = qf_decl::rust::generate(&schema, "crates/qf-tasks/qtasks.toml");
+    let code = qf_schema::rust::generate(&schema, "crates/qf-tasks/qtasks.toml");
     if let Err(error) = std::fs::write(&out, code) {
         eprintln!("writing {}: {error}", out.display());
         std::process::exit(1);

@@ -2,9 +2,7 @@
 //! JSON for `qf abi decode`, and the golden vectors the C header carries.
 
 use anyhow::{anyhow, Result};
-use qf_abi::chain::{
-    ChainInstall, ChainList, ChainListRequest, ChainOp, ChainRef, ChainStatus, GOLDEN_VECTORS_JSON,
-};
+use qf_abi::chain::{ChainInstall, ChainList, ChainListRequest, ChainOp, ChainRef, ChainStatus};
 use qf_abi::{Header, MessageKind, Status};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -51,20 +49,4 @@ fn typed<T: DeserializeOwned + Serialize>(payload: &[u8]) -> Result<Value> {
     Ok(serde_json::to_value(value)?)
 }
 
-/// The golden vectors of `qf_abi::chain::GOLDEN_VECTORS_JSON`: (name, frame bytes).
-pub fn golden_vectors() -> Vec<(String, Vec<u8>)> {
-    let parsed: Value = serde_json::from_str(GOLDEN_VECTORS_JSON).unwrap_or(Value::Null);
-    let vectors = parsed["vectors"].as_array().cloned().unwrap_or_default();
-    vectors
-        .iter()
-        .filter_map(|vector| {
-            let name = vector["name"].as_str()?.to_string();
-            let hex = vector["frame_hex"].as_str()?;
-            let bytes = (0..hex.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-                .collect::<Option<Vec<u8>>>()?;
-            Some((name, bytes))
-        })
-        .collect()
-}
+pub use qf_schema::c::golden_vectors;

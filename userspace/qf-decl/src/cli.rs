@@ -102,7 +102,7 @@ pub fn execute(args: &AbiArgs, out: &mut dyn Write) -> Result<()> {
             decl,
         } => {
             let schema = schema_for(decl.as_deref())?;
-            let mut stdin = crate::files::Deadline::new(std::io::stdin(), MAX_STDIN_WAIT);
+            let mut stdin = qf_input::Deadline::new(std::io::stdin(), MAX_STDIN_WAIT);
             let frame = frame_input(hex.as_deref(), file.as_deref(), *raw, &mut stdin)?;
             let decoded = decode(&schema, &frame)?;
             writeln!(out, "{}", serde_json::to_string(&decoded)?)?;
@@ -186,7 +186,7 @@ pub fn frame_input(
         (Some("-"), None) => (read_bounded(stdin, "stdin")?, "stdin".to_string()),
         (None, Some(path)) => {
             let name = path.display().to_string();
-            let bytes = crate::files::read_regular(path, MAX_INPUT_BYTES)
+            let bytes = qf_input::read_regular(path, MAX_INPUT_BYTES)
                 .with_context(|| format!("cannot read {name}"))?;
             (bytes, name)
         }

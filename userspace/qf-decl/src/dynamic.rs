@@ -13,8 +13,8 @@ use serde::ser::SerializeTuple;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::schema::{Schema, TypeBody};
-use crate::types::{Scalar, TypeExpr};
+use crate::{Scalar, TypeExpr};
+use crate::{Schema, TypeBody};
 
 /// A value of a declared type.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,75 +1,43 @@
 //! QTask declarations, the single source of every task's wire types in both domains.
 //!
-//! A declaration file (`qtasks.toml`, or the reference's `declarations.json`) names each task
-//! (id, effect class, request and response types built from fixed-size scalars, fixed arrays and
-//! structs). This crate
-//! * parses and validates it against the ABI v1 rules ([`load`], [`Rule`]), reporting every
-//!   broken rule with the task, type and field it concerns;
-//! * generates the Rust types and serde (de)serialisers ([`rust::generate`]) and a C header with
-//!   encoders/decoders for Zephyr C applications ([`c::generate`]);
+//! The declarations themselves (parsing and validating text, the Rust and C generators) are
+//! `crates/qf-schema`, re-exported here whole. This crate adds what reads files and runs:
+//! * reads a declaration file and validates it ([`load`]; a regular file of at most
+//!   [`MAX_DECLARATION_BYTES`]);
 //! * encodes and decodes payloads of declared types from/to JSON at run time ([`dynamic`]);
 //! * implements the `qf abi decode|encode|check|generate` subcommands ([`cli`]), which also
 //!   read the resident-chain control frames of `qf_abi::chain` ([`chain`]).
-//!
-//! The two tasks of the reference golden vectors, `add` (id 1) and `abi_probe` (id 2), are
-//! built in: every schema has them.
 
-pub mod c;
+pub use qf_schema::*;
+
 pub mod chain;
-#[cfg(feature = "files")]
 pub mod cli;
 pub mod dynamic;
-mod error;
-#[cfg(feature = "files")]
-pub mod files;
-pub mod rust;
-mod schema;
-mod source;
-mod types;
-mod validate;
 
-pub use error::{DeclError, DeclErrors, Rule};
-pub use schema::{FieldDef, Schema, TaskDef, TypeBody, TypeDef};
-#[cfg(feature = "files")]
-pub use source::MAX_DECLARATION_BYTES;
-pub use source::{SourceField, SourceFile, SourceTask, SourceType};
-pub use types::{parse_type, Scalar, TypeExpr};
-pub use validate::variant_name;
+/// The largest declaration file read: 1 MiB. `crates/qf-tasks/qtasks.toml` declares every
+/// task in under 10 KiB, so a bigger file is not a declaration file.
+pub const MAX_DECLARATION_BYTES: u64 = 1 << 20;
 
-/// The built-in declarations (`add`, `abi_probe`), as TOML.
-pub const BUILTIN_DECLARATIONS: &str = include_str!("builtin.toml");
-
-/// How built-in declarations are named in messages.
-pub const BUILTIN_ORIGIN: &str = "built-in";
-
-fn builtin_source() -> SourceFile {
-    // The built-in text is part of this crate and covered by tests; failing to parse it is a
-    // defect of the crate, reported as such rather than hidden.
-    SourceFile::parse(BUILTIN_DECLARATIONS, BUILTIN_ORIGIN, false)
-        .unwrap_or_else(|error| panic!("the built-in declarations are invalid: {error}"))
-}
-
-/// The schema of the built-ins alone.
-pub fn builtin_schema() -> Schema {
-    let empty = SourceFile {
-        protocol_version: None,
-        types: Default::default(),
-        tasks: Vec::new(),
-    };
-    validate::validate(&builtin_source(), &empty, BUILTIN_ORIGIN)
-        .unwrap_or_else(|errors| panic!("the built-in declarations are invalid: {errors}"))
-}
-
-/// Parses and validates declaration text (TOML, or JSON when `json`), built-ins included.
-pub fn load_str(text: &str, origin: &str, json: bool) -> Result<Schema, DeclErrors> {
-    let file = SourceFile::parse(text, origin, json)?;
-    validate::validate(&builtin_source(), &file, origin)
+/// Reads and parses a declaration file, a regular file of at most [`MAX_DECLARATION_BYTES`] (a
+/// FIFO or device is refused without waiting on it); `.json` files are JSON, everything else
+/// TOML.
+pub fn read_source(path: &std::path::Path) -> Result<SourceFile, DeclErrors> {
+    let origin = path.display().to_string();
+    let text = qf_input::read_regular_text(path, MAX_DECLARATION_BYTES).map_err(|e| {
+        DeclErrors(vec![DeclError::syntax(
+            &origin,
+            format!("cannot read: {e}"),
+        )])
+    })?;
+    let json = path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
+    SourceFile::parse(&text, &origin, json)
 }
 
 /// Reads, parses and validates a declaration file (`.json` = JSON, else TOML), built-ins
 /// included.
-#[cfg(feature = "files")]
 pub fn load(path: &std::path::Path) -> Result<Schema, DeclErrors> {
-    let file = SourceFile::read(path)?;
-    validate::validate(&builtin_source(), &file, &path.display().to_string())
+    let file = read_source(path)?;
+    load_source(&file, &path.display().to_string())
 }

@@ -359,7 +359,7 @@ fn a_fifo_is_refused_at_once_and_an_oversized_declaration_file_by_its_size() {
         vec!["decode", "--decl", name.as_str(), "00"],
     ] {
         let args: Vec<String> = args.into_iter().map(String::from).collect();
-        let error = qf_decl::files::within(move || {
+        let error = qf_input::within(move || {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             qf_abi(&args).expect_err("a FIFO is refused")
         });

@@ -1,3 +1,3 @@
-//! Bounded reads of input files: [`qf_decl::files`], the one reader every crate above it uses.
+//! Bounded reads of input files: [`qf_input`], the one reader every crate above it uses.
 
-pub use qf_decl::files::*;
+pub use qf_input::*;

@@ -1,8 +1,7 @@
 //! The `qf firmware` subcommands. The `qf` binary (qf-cli) only parses arguments into
 //! [`FirmwareArgs`] and calls [`run`].
 
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -97,30 +96,12 @@ pub const MAX_IMAGE_BYTES: u64 = 64 << 20;
 /// for a FIFO's writer (`O_NONBLOCK`; the type is checked on the opened file). A file that grows
 /// past the limit while it is read is refused as well.
 pub fn read_image(path: &Path) -> Result<Vec<u8>> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(path)
-        .with_context(|| format!("opening {}", path.display()))?;
+    let file = qf_input::open(path).with_context(|| format!("opening {}", path.display()))?;
     let metadata = file
         .metadata()
         .with_context(|| format!("reading the type of {}", path.display()))?;
     if !metadata.is_file() {
-        let kind = metadata.file_type();
-        use std::os::unix::fs::FileTypeExt;
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_char_device() {
-            "a character device"
-        } else if kind.is_block_device() {
-            "a block device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "not a regular file"
-        };
+        let what = qf_input::special_kind(&metadata.file_type()).unwrap_or("not a regular file");
         bail!(
             "{}: {what}, not a regular file: refused without reading it (a firmware image is a \
              file of at most {MAX_IMAGE_BYTES} bytes)",
@@ -134,17 +115,15 @@ pub fn read_image(path: &Path) -> Result<Vec<u8>> {
             metadata.len()
         );
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(MAX_IMAGE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {}", path.display()))?;
-    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+    let Some(bytes) = qf_input::read_at_most(file, MAX_IMAGE_BYTES)
+        .with_context(|| format!("reading {}", path.display()))?
+    else {
         bail!(
             "{}: grew past the {MAX_IMAGE_BYTES}-byte (64 MiB) limit for a firmware image while \
              it was read",
             path.display()
         );
-    }
+    };
     Ok(bytes)
 }
 

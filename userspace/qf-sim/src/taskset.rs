@@ -5,11 +5,8 @@
 use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::fcntl::OFlag;
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use toml_parser::lexer::TokenKind;
 
 use serde::Deserialize;
@@ -231,84 +228,48 @@ fn too_large() -> String {
     )
 }
 
-/// The bytes of the file at `path`, bounded in size (and, for a pipe, in time).
+/// The bytes of the file at `path`, bounded in size (and, for a pipe, in time), read with
+/// [`qf_input`].
 fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
-    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
-    // O_NONBLOCK: opening a FIFO for reading does not wait for a writer.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(OFlag::O_NONBLOCK.bits())
-        .open(path)
-        .map_err(|e| e.to_string())?;
+    use std::os::unix::fs::FileTypeExt as _;
+    // Opening a FIFO for reading does not wait for a writer.
+    let file = qf_input::open(path).map_err(|e| e.to_string())?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
     let kind = meta.file_type();
-    let mut bytes = Vec::new();
-    if kind.is_file() {
+    let bytes = if kind.is_file() {
         if meta.len() > MAX_FILE_BYTES {
             return Err(format!("{} bytes: {}", meta.len(), too_large()));
         }
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| e.to_string())?;
+        qf_input::read_at_most(file, MAX_FILE_BYTES).map_err(|e| e.to_string())?
     } else if kind.is_fifo() {
-        read_pipe(file, &mut bytes)?;
+        read_pipe(file)?
     } else {
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_char_device() {
-            "a character device"
-        } else if kind.is_block_device() {
-            "a block device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "not a regular file"
-        };
+        let what = qf_input::special_kind(&kind).unwrap_or("not a regular file");
         return Err(format!(
             "{what}: a task set is read from a regular file, a pipe or a FIFO"
         ));
-    }
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_large());
-    }
-    Ok(bytes)
+    };
+    bytes.ok_or_else(too_large)
 }
 
-/// Reads a non-blocking pipe to its end, at most `MAX_FILE_BYTES + 1` bytes, waiting for data
-/// in `poll` for at most [`MAX_PIPE_WAIT`] in all.
-fn read_pipe(mut pipe: std::fs::File, bytes: &mut Vec<u8>) -> Result<(), String> {
-    use std::io::ErrorKind;
-    use std::os::fd::AsFd as _;
-    let deadline = Instant::now() + MAX_PIPE_WAIT;
-    let mut chunk = vec![0u8; 1 << 16];
-    while bytes.len() as u64 <= MAX_FILE_BYTES {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(format!(
-                "a pipe or FIFO that did not end within {} s (read {} bytes); write the task \
-                 set to a file",
-                MAX_PIPE_WAIT.as_secs(),
-                bytes.len()
-            ));
-        }
-        // Linux reports a FIFO readable only once a writer has opened it: until then poll
-        // waits, and read would report an end of file.
-        let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
-        let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
-        match poll(&mut fds, timeout) {
-            Ok(0) => continue,
-            Ok(_) => {}
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(format!("poll: {e}")),
-        }
-        match pipe.read(&mut chunk) {
-            Ok(0) => return Ok(()),
-            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
-            Err(e) => return Err(e.to_string()),
-        }
+/// Reads a non-blocking pipe to its end, at most [`MAX_FILE_BYTES`] (`None`: more), waiting
+/// for data for at most [`MAX_PIPE_WAIT`] in all ([`qf_input::Deadline`]). Linux reports a
+/// FIFO readable only once a writer has opened it: until then the wait goes on.
+fn read_pipe(pipe: std::fs::File) -> Result<Option<Vec<u8>>, String> {
+    let mut bytes = Vec::new();
+    let read = qf_input::Deadline::new(pipe, MAX_PIPE_WAIT)
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes);
+    match read {
+        Ok(_) => Ok((bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(format!(
+            "a pipe or FIFO that did not end within {} s (read {} bytes); write the task set \
+             to a file",
+            MAX_PIPE_WAIT.as_secs(),
+            bytes.len()
+        )),
+        Err(e) => Err(e.to_string()),
     }
-    Ok(())
 }
 
 /// Counts what the file holds before the TOML parser allocates for it: the tasks (array-table

@@ -1,9 +1,17 @@
-//! Bounded reads of input files (declarations, frames, chain files, traces, the agent's
-//! configuration, journal key and anchor, a campaign's results): only a regular file is read,
-//! opened without blocking (a FIFO with no writer would block `open` forever, a device would
-//! never end), refused by size before it is read, and read through the limit in case it grows
-//! meanwhile. Each caller names the file in its error; these errors name what the file is or
-//! its size and the limit.
+//! Bounded reading of files, pipes and stdin, the one reader of every input the tools take
+//! (declarations, frames, chain files, traces, task sets, firmware images, the agent's
+//! configuration, journal key and anchor, a campaign's results):
+//! * a regular file is opened without blocking (a FIFO with no writer would block `open`
+//!   forever, a device would never end), refused by size before it is read, and read through
+//!   the limit in case it grows meanwhile ([`open_regular`], [`open_bounded`], [`read_regular`],
+//!   [`read_at_most`]);
+//! * a special file (directory, device, socket, FIFO where none is expected) is refused by what
+//!   it is ([`special_kind`]);
+//! * a pipe or stdin is read for at most a total time ([`Deadline`]) and, with
+//!   [`Read::take`] or [`read_at_most`], a size.
+//!
+//! Each caller keeps its own limits and names the file in its error; these errors name what
+//! the file is or its size and the limit.
 
 use std::io::{Error, ErrorKind, Read};
 use std::os::fd::AsFd;
@@ -25,15 +33,33 @@ pub fn bytes(count: u64) -> String {
 /// The regular file `path`, opened for reading without blocking, and its metadata; anything
 /// else is refused by what it is ("a FIFO, not a regular file"; the error does not name the path).
 pub fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOCTTY).bits())
-        .open(path)?;
+    let file = open(path)?;
     let meta = file.metadata()?;
     let kind = meta.file_type();
-    let what = if kind.is_file() {
-        None
-    } else if kind.is_dir() {
+    if !kind.is_file() {
+        let what = special_kind(&kind).unwrap_or("a special file");
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{what}, not a regular file"),
+        ));
+    }
+    Ok((file, meta))
+}
+
+/// The file `path`, whatever it is, opened for reading without blocking: opening a FIFO does
+/// not wait for a writer, and a terminal does not become the controlling one. Check what it is
+/// on the opened file ([`special_kind`]) before reading it.
+pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOCTTY).bits())
+        .open(path)
+}
+
+/// What a file other than a regular one is, in words ("a directory", "a FIFO", "a character
+/// device", "a block device", "a socket"); `None` for a regular file or a kind without a name.
+pub fn special_kind(kind: &std::fs::FileType) -> Option<&'static str> {
+    if kind.is_dir() {
         Some("a directory")
     } else if kind.is_fifo() {
         Some("a FIFO")
@@ -44,15 +70,16 @@ pub fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Met
     } else if kind.is_socket() {
         Some("a socket")
     } else {
-        Some("a special file")
-    };
-    if let Some(what) = what {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!("{what}, not a regular file"),
-        ));
+        None
     }
-    Ok((file, meta))
+}
+
+/// `reader` read to its end through at most `max` bytes: `None` when it holds more (what was
+/// read past `max` is one byte, so nothing over the limit is buffered).
+pub fn read_at_most(reader: impl Read, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    reader.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max).then_some(bytes))
 }
 
 /// The regular file `path` ([`open_regular`]) to be read, streaming, through at most `max`
@@ -152,7 +179,11 @@ impl<R: Read + AsFd> Read for Deadline<R> {
                     ))
                 }
                 Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
-                Ok(_) => return self.inner.read(buf),
+                Ok(_) => match self.inner.read(buf) {
+                    // A non-blocking pipe polled readable may still have nothing: wait again.
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+                    result => return result,
+                },
                 Err(e) => return Err(e.into()),
             }
         }

@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 use qf_abi::chain::{
-    ChainInstall, ChainList, ChainOp, ChainRef, ChainStatus, CONTROL_EFFECT, MAX_LISTED_CHAINS,
-    TEMPLATE_CAPACITY,
+    ChainInstall, ChainList, ChainOp, ChainRef, ChainStatus, CONTROL_EFFECT, GOLDEN_VECTORS_JSON,
+    MAX_LISTED_CHAINS, TEMPLATE_CAPACITY,
 };
 use qf_abi::{EffectClass, Status, WireSize};
 
@@ -142,7 +142,7 @@ fn chain_section(out: &mut String) {
         let _ = writeln!(out, "#define QF_{name}{suffix} {size}u");
     }
     out.push('\n');
-    for (name, bytes) in crate::chain::golden_vectors() {
+    for (name, bytes) in golden_vectors() {
         let ident = upper_identifier(&name);
         let _ = writeln!(
             out,
@@ -394,3 +394,22 @@ static inline const uint8_t *qf_get_f64(const uint8_t *p, double *v) {
 }
 
 "#;
+
+/// The golden vectors of `qf_abi::chain::GOLDEN_VECTORS_JSON`: (name, frame bytes).
+pub fn golden_vectors() -> Vec<(String, Vec<u8>)> {
+    let parsed: serde_json::Value =
+        serde_json::from_str(GOLDEN_VECTORS_JSON).unwrap_or(serde_json::Value::Null);
+    let vectors = parsed["vectors"].as_array().cloned().unwrap_or_default();
+    vectors
+        .iter()
+        .filter_map(|vector| {
+            let name = vector["name"].as_str()?.to_string();
+            let hex = vector["frame_hex"].as_str()?;
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+                .collect::<Option<Vec<u8>>>()?;
+            Some((name, bytes))
+        })
+        .collect()
+}

@@ -54,11 +54,6 @@ pub struct SourceTask {
     pub response: String,
 }
 
-#[cfg(feature = "files")]
-/// The largest declaration file read: 1 MiB. `crates/qf-tasks/qtasks.toml` declares every
-/// task in under 10 KiB, so a bigger file is not a declaration file.
-pub const MAX_DECLARATION_BYTES: u64 = 1 << 20;
-
 impl SourceFile {
     /// Parses declaration text; `json` selects the reference's JSON spelling instead of TOML.
     pub fn parse(text: &str, origin: &str, json: bool) -> Result<SourceFile, DeclErrors> {
@@ -68,22 +63,5 @@ impl SourceFile {
             toml::from_str(text).map_err(|e| e.to_string())
         };
         parsed.map_err(|message| DeclErrors(vec![DeclError::syntax(origin, message)]))
-    }
-
-    #[cfg(feature = "files")]
-    /// Reads and parses a file, a regular file of at most [`MAX_DECLARATION_BYTES`] (a FIFO or
-    /// device is refused without waiting on it); `.json` files are JSON, everything else TOML.
-    pub fn read(path: &std::path::Path) -> Result<SourceFile, DeclErrors> {
-        let origin = path.display().to_string();
-        let text = crate::files::read_regular_text(path, MAX_DECLARATION_BYTES).map_err(|e| {
-            DeclErrors(vec![DeclError::syntax(
-                &origin,
-                format!("cannot read: {e}"),
-            )])
-        })?;
-        let json = path
-            .extension()
-            .is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
-        SourceFile::parse(&text, &origin, json)
     }
 }

@@ -107,7 +107,8 @@ impl DeclError {
         }
     }
 
-    pub(crate) fn syntax(origin: &str, message: impl Into<String>) -> DeclError {
+    /// An error of the text itself (or of reading it) in `origin`, under [`Rule::Syntax`].
+    pub fn syntax(origin: &str, message: impl Into<String>) -> DeclError {
         DeclError::new(origin, Rule::Syntax, message)
     }
 
