@@ -1,7 +1,7 @@
 //! `qf differential`: its clap arguments and what each subcommand does (the `qf` binary only
 //! dispatches).
 
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -118,14 +118,9 @@ fn run_generate(seed: u64, count: u64, out: &Path) -> anyhow::Result<()> {
 
 /// Reads a set file: `qf sim`'s checks first (its errors, its size limit), then the spec.
 fn load_spec(path: &Path) -> anyhow::Result<SetSpec> {
-    qf_sim::load(path)?;
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|file| {
-            file.take(qf_sim::taskset::MAX_FILE_BYTES)
-                .read_to_string(&mut text)
-        })
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    // Read once (a set given as a pipe can be read only once), checked by qf sim, then the spec.
+    let text = qf_sim::taskset::read_text(path)?;
+    qf_sim::parse(path, &text)?;
     Ok(SetSpec::from_toml(path, &text)?)
 }
 

@@ -233,7 +233,9 @@ pub fn read_log(file: &str, input: impl Read) -> Result<Vec<Row>, LogError> {
 /// Reads the event log at `path`.
 pub fn read_log_file(path: &Path) -> Result<Vec<Row>, LogError> {
     let name = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| LogError {
+    // A regular file only, refused by size before it is read (qf_input): opening a FIFO with no
+    // writer blocked here.
+    let file = qf_input::open_bounded(path, MAX_BYTES).map_err(|e| LogError {
         file: name.clone(),
         line: 0,
         field: "(file)".into(),
@@ -453,6 +455,34 @@ mod tests {
             budget: 0,
             deadline: 0,
         }
+    }
+
+    /// An event log that is a FIFO nobody writes to blocked `File::open` for good; one over the
+    /// size limit is refused before it is read.
+    #[test]
+    fn a_fifo_or_an_oversized_log_is_refused_at_once() {
+        let dir = std::env::temp_dir().join(format!("qf-differential-logs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("run.csv");
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let refused = qf_input::within({
+            let fifo = fifo.clone();
+            move || read_log_file(&fifo).unwrap_err()
+        });
+        assert!(refused.rule.contains("a FIFO"), "{refused:?}");
+        let big = dir.join("big.csv");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_BYTES + 1)
+            .unwrap();
+        let refused = read_log_file(&big).unwrap_err();
+        assert!(refused.rule.contains("over the limit"), "{refused:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -204,6 +204,12 @@ pub const MAX_PIPE_WAIT: Duration = Duration::from_secs(10);
 /// FIFO nobody writes to is refused in time rather than blocking). Directories, devices and
 /// sockets are refused.
 pub fn load(path: &Path) -> Result<TaskSet, TaskSetError> {
+    parse(path, &read_text(path)?)
+}
+
+/// The text of a task-set file, read as [`load`] reads it (bounded, never blocking in open), for
+/// a caller that parses it further itself.
+pub fn read_text(path: &Path) -> Result<String, TaskSetError> {
     let unreadable = |rule: String| TaskSetError {
         file: path.to_path_buf(),
         line: 0,
@@ -212,13 +218,12 @@ pub fn load(path: &Path) -> Result<TaskSet, TaskSetError> {
         rule,
     };
     let bytes = read_bounded(path).map_err(unreadable)?;
-    let text = String::from_utf8(bytes).map_err(|e| {
+    String::from_utf8(bytes).map_err(|e| {
         unreadable(format!(
             "not UTF-8 text (byte {})",
             e.utf8_error().valid_up_to()
         ))
-    })?;
-    parse(path, &text)
+    })
 }
 
 fn too_large() -> String {
